@@ -1,0 +1,1 @@
+"""rosbag2 record, replay comparison and rendering through the pure-Python rosbags library."""

@@ -1,0 +1,1 @@
+"""Swarm benchmark scenarios, metrics (METRICS.md) and the runner. No ROS imports."""

@@ -1,0 +1,1 @@
+"""The reference Navigator (HLAvoid, Boids, modes, CubeHandle) and the swarm step. No ROS imports."""
