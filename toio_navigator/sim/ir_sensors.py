@@ -1,0 +1,136 @@
+"""Virtual sensors of the arena robot (reference arena_explorer.md §3): six IR rangers and the left camera.
+
+The sensors read the hidden ground truth (an obstacle grid, usually from a layout file); the explorer only ever
+sees their readings. ``ArenaMatMapping`` places the arena grid on a toio mat so that a cube's mat pose (mat units,
+y down, clockwise radians) becomes a robot cell pose and back.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from toio_navigator.arena.geometry import (
+    ARENA_COLS, ARENA_ROWS, EAST, NORTH, SIX_SENSORS, SOUTH, WEST, Pose, SensorMount, inside)
+
+#: the Arduino caps its cell counts at 9 (reference §3)
+MAX_READING = 9
+BOUND_LEFT, BOUND_CENTRE, BOUND_RIGHT = 'LEFT', 'CENTRE', 'RIGHT'
+NO_IMAGE = -1
+
+
+class VirtualIrSensors:
+    """Six readings for a robot pose: cells from each sensor's own cell to the first obstacle or arena wall.
+
+    ``noise`` is the probability that a reading is off by one cell (up or down, never below 1); the noise is
+    drawn from a generator seeded with ``seed`` so runs repeat exactly.
+    """
+
+    def __init__(self, obstacles: np.ndarray, sensors: tuple[SensorMount, ...] = SIX_SENSORS,
+                 max_reading: int = MAX_READING, noise: float = 0.0, seed: int | None = 0):
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f'sensor noise must be a probability 0..1, got {noise}')
+        if max_reading < 1:
+            raise ValueError(f'max_reading must be >= 1, got {max_reading}')
+        self.obstacles = np.asarray(obstacles, dtype=bool)
+        self.sensors, self.max_reading, self.noise = sensors, int(max_reading), float(noise)
+        self._rng = np.random.default_rng(seed)
+
+    def blocked(self, x: int, y: int) -> bool:
+        rows, cols = self.obstacles.shape
+        return not inside(x, y, cols, rows) or bool(self.obstacles[y, x])
+
+    def read_one(self, pose: Pose, mount: SensorMount) -> int:
+        for k, (x, y) in enumerate(mount.ray(pose, self.max_reading), start=1):
+            if self.blocked(x, y):
+                return k
+        return self.max_reading
+
+    def read(self, pose: Pose) -> tuple[int, ...]:
+        values = [self.read_one(pose, m) for m in self.sensors]
+        if self.noise > 0.0:
+            for i, v in enumerate(values):
+                if self._rng.random() < self.noise:
+                    values[i] = int(min(self.max_reading, max(1, v + self._rng.choice((-1, 1)))))
+        return tuple(values)
+
+
+@dataclass(frozen=True)
+class CardSighting:
+    id: int
+    bound: str  # LEFT / CENTRE / RIGHT: where the card is in the picture
+
+
+class VirtualCamera:
+    """The camera looks out of the robot's left side at the three cells touching the footprint there.
+
+    It reports a card stuck on the face of such a cell that points back at the robot; the robot's front is on
+    the right of the picture, so the front-left cell is RIGHT, the left-centre cell CENTRE, the rear-left LEFT.
+    The centre cell wins when several cards are visible.
+    """
+
+    def __init__(self, cards):
+        self.cards = {(c.x, c.y, c.face): c.id for c in cards}
+
+    def capture(self, pose: Pose) -> CardSighting:
+        facing_robot = (pose.heading + 1) % 4  # the robot's right = the direction from the left cells back to it
+        for front, bound in ((0, BOUND_CENTRE), (-1, BOUND_LEFT), (1, BOUND_RIGHT)):
+            x, y = pose.cell(front, 2)
+            card = self.cards.get((x, y, facing_robot))
+            if card is not None:
+                return CardSighting(card, bound)
+        return CardSighting(NO_IMAGE, BOUND_CENTRE)
+
+
+@dataclass(frozen=True)
+class ArenaMatMapping:
+    """The arena grid drawn on a toio mat. ``origin`` is the mat point (units) of the arena's top-left corner
+    (cell x=0, y=rows-1), ``cell_size`` the side of one cell in mat units. Mat y grows downward, arena y upward.
+
+    Default: 20-unit cells (about 27 mm, a 3x3 footprint is wider than a cube) centred on the 410x410 sumo mat.
+    """
+    origin_x: float = 100.0
+    origin_y: float = 50.0
+    cell_size: float = 20.0
+    cols: int = ARENA_COLS
+    rows: int = ARENA_ROWS
+
+    def __post_init__(self):
+        if not self.cell_size > 0:
+            raise ValueError(f'cell_size must be > 0 mat units, got {self.cell_size}')
+
+    # mat heading (clockwise from +x) of each arena heading: N is mat -y
+    _MAT_ANGLE = {NORTH: -math.pi / 2, EAST: 0.0, SOUTH: math.pi / 2, WEST: math.pi}
+
+    def cell_to_mat(self, x: float, y: float) -> tuple[float, float]:
+        """Centre of cell (x, y) in mat units."""
+        return self.origin_x + (x + 0.5) * self.cell_size, self.origin_y + (self.rows - 0.5 - y) * self.cell_size
+
+    def pose_to_mat(self, pose: Pose) -> tuple[float, float, float]:
+        mx, my = self.cell_to_mat(pose.x, pose.y)
+        return mx, my, self._MAT_ANGLE[pose.heading]
+
+    def mat_to_cell(self, mat_x: float, mat_y: float) -> tuple[int, int]:
+        """The cell containing a mat point (may be outside the arena: check with ``inside``)."""
+        return (int(math.floor((mat_x - self.origin_x) / self.cell_size)),
+                int(math.floor(self.rows - (mat_y - self.origin_y) / self.cell_size)))
+
+    @staticmethod
+    def mat_heading(theta: float) -> int:
+        """Nearest arena heading (0..3 = N, E, S, W) of a clockwise mat angle in radians."""
+        quarter = int(round(theta / (math.pi / 2))) % 4  # 0 = mat +x = E, 1 = mat +y = S, ...
+        return (quarter + 1) % 4
+
+    def mat_to_pose(self, mat_x: float, mat_y: float, theta: float) -> Pose:
+        x, y = self.mat_to_cell(mat_x, mat_y)
+        return Pose(x, y, self.mat_heading(theta))
+
+    def inside(self, mat_x: float, mat_y: float) -> bool:
+        return inside(*self.mat_to_cell(mat_x, mat_y), self.cols, self.rows)
+
+
+def read_at_mat_pose(sensors: VirtualIrSensors, mapping: ArenaMatMapping, mat_x: float, mat_y: float,
+                     theta: float) -> tuple[int, ...]:
+    """The six readings of a cube standing at a mat pose on a virtual arena."""
+    return sensors.read(mapping.mat_to_pose(mat_x, mat_y, theta))
