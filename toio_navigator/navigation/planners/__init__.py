@@ -1,1 +1,26 @@
-"""Local planners beside HLAvoid: social force, time-to-collision, velocity obstacles, ORCA. No ROS imports."""
+"""Local planners beside HLAvoid: social force, time-to-collision, velocity obstacles, ORCA. No ROS imports.
+
+``PLANNERS`` maps a planner name to a factory returning a fresh LocalPlanner; ``make_planner(name)`` builds one.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+def _orca():
+    from toio_navigator.navigation.planners.orca import OrcaPlanner
+    return OrcaPlanner()
+
+
+PLANNERS: dict[str, Callable[[], object]] = {
+    'orca': _orca,
+}
+
+
+def make_planner(name: str):
+    """A fresh planner by registry name; ValueError naming the known planners otherwise."""
+    try:
+        factory = PLANNERS[name]
+    except KeyError:
+        raise ValueError(f'unknown planner {name!r} (known: {", ".join(sorted(PLANNERS))})') from None
+    return factory()

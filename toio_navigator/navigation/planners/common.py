@@ -1,0 +1,119 @@
+"""Shared pieces of the velocity planners: uniform-grid neighbour search, goal velocity, wall geometry.
+
+The neighbour search hashes points into square cells of the cut-off size and only compares points of adjacent
+cells, so its cost grows with N times the local density instead of N squared.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = None,
+                 query: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All ordered pairs (q, p) with |points[q] - points[p]| < cutoff, q != p, both in the same ``group``.
+
+    ``query`` restricts the first index to those rows. Returns (q, p, distance), unsorted.
+    """
+    n = len(points)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    if n < 2 or cutoff <= 0.0:
+        return empty
+    cells = np.floor(points / cutoff).astype(np.int64)
+    cells -= cells.min(axis=0) - 1                      # every neighbour cell index stays >= 0
+    span = int(cells[:, 1].max()) + 2
+    key = cells[:, 0] * span + cells[:, 1]
+    if group is not None:
+        key = key + np.asarray(group, np.int64) * ((int(cells[:, 0].max()) + 2) * span)
+    order = np.argsort(key, kind='stable')
+    sorted_key = key[order]
+    rows = np.arange(n) if query is None else np.asarray(query, np.int64)
+    q_out, p_out = [], []
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            target = key[rows] + dx * span + dy
+            lo = np.searchsorted(sorted_key, target, 'left')
+            hi = np.searchsorted(sorted_key, target, 'right')
+            counts = hi - lo
+            total = int(counts.sum())
+            if total == 0:
+                continue
+            q = np.repeat(rows, counts)
+            first = np.repeat(lo - np.cumsum(counts) + counts, counts)
+            p = order[first + np.arange(total)]
+            q_out.append(q)
+            p_out.append(p)
+    if not q_out:
+        return empty
+    q, p = np.concatenate(q_out), np.concatenate(p_out)
+    keep = q != p
+    q, p = q[keep], p[keep]
+    d = np.hypot(*(points[q] - points[p]).T)
+    close = d < cutoff
+    return q[close], p[close], d[close]
+
+
+def k_nearest(points: np.ndarray, k: int, cutoff: float,
+              start_cutoff: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest other points of every row within ``cutoff``: (N, k) indices (-1 = none), distances.
+
+    Like a shrinking-radius tree search it first looks in ``start_cutoff`` and widens (doubling) only for the
+    rows that have not found ``k`` yet, so a dense crowd does not pay for the full cut-off disc.
+    """
+    n = len(points)
+    idx = np.full((n, k), -1, np.int64)
+    dist = np.full((n, k), np.inf)
+    if n < 2 or k < 1:
+        return idx, dist
+    radius = cutoff if start_cutoff is None else min(start_cutoff, cutoff)
+    todo = np.arange(n)
+    while todo.size:
+        q, p, d = pairs_within(points, radius, query=todo)
+        order = np.lexsort((d, q))
+        q, p, d = q[order], p[order], d[order]
+        starts = np.searchsorted(q, q, 'left')
+        rank = np.arange(len(q)) - starts
+        keep = rank < k
+        idx[q[keep], rank[keep]] = p[keep]
+        dist[q[keep], rank[keep]] = d[keep]
+        if radius >= cutoff:
+            break
+        found = np.bincount(q, minlength=n)[todo]
+        todo = todo[found < k]
+        radius = min(2.0 * radius, cutoff)
+    return idx, dist
+
+
+def goal_velocity(pos: np.ndarray, goal: np.ndarray, speed: np.ndarray, dt: float,
+                  arrival_time: float) -> np.ndarray:
+    """Preferred velocity towards the goal at ``speed``, slowed to arrive in ``arrival_time`` without overshoot."""
+    delta = goal - pos
+    dist = np.hypot(delta[:, 0], delta[:, 1])
+    wanted = np.minimum(speed, dist / max(arrival_time, dt))
+    return delta * (wanted / np.maximum(dist, 1e-12))[:, None]
+
+
+def nearest_on_walls(pos: np.ndarray, walls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every (cube, wall): the nearest point of the wall's segment (N, M, 2) and the distance to the wall's
+    surface (segment distance minus its margin) (N, M)."""
+    a, b, margin = walls[:, 0:2], walls[:, 2:4], walls[:, 4]
+    ab = b - a
+    length2 = np.maximum(np.einsum('md,md->m', ab, ab), 1e-12)
+    t = np.clip(np.einsum('nmd,md->nm', pos[:, None, :] - a[None], ab) / length2, 0.0, 1.0)
+    nearest = a[None] + t[..., None] * ab[None]
+    gap = np.hypot(*(pos[:, None, :] - nearest).transpose(2, 0, 1)) - margin[None]
+    return nearest, gap
+
+
+def clip_speed(vel: np.ndarray, max_speed: np.ndarray) -> np.ndarray:
+    speed = np.hypot(vel[:, 0], vel[:, 1])
+    scale = np.minimum(1.0, max_speed / np.maximum(speed, 1e-12))
+    return vel * scale[:, None]
+
+
+def waypoint_output(state, velocity: np.ndarray, collision: np.ndarray, horizon: float):
+    """Wrap a holonomic velocity as a PlannerOutput: a waypoint ``horizon`` seconds ahead at that speed, so a
+    CubeHandle-style move-to-target can follow it too."""
+    from toio_navigator.navigation.planner import PlannerOutput
+    speed = np.hypot(velocity[:, 0], velocity[:, 1])
+    return PlannerOutput(velocity=velocity, waypoint=state.pos + velocity * horizon, speed_limit=speed,
+                         collision=collision)

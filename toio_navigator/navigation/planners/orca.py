@@ -1,0 +1,257 @@
+"""ORCA, optimal reciprocal collision avoidance (van den Berg, Guy, Lin, Manocha 2011), vectorised over the swarm.
+
+Our own implementation from the paper's definition (local_planners.md §3.4):
+* every neighbour B gives agent A the half-plane ORCA_{A|B} = {v : (v - (v_A + alpha u)) . n >= 0}, where u is the
+  smallest change of the relative velocity that leaves the truncated velocity obstacle VO^tau_{A|B} and n the
+  outward normal there (alpha = 1/2: each agent takes half of the correction);
+* static discs give the same construction with velocity 0, full responsibility and horizon tau_obst; wall
+  segments give the flat half-plane "do not reach the wall line within tau_obst" at their nearest point;
+* the new velocity minimises |v - v_pref| over all half-planes and the disc |v| <= v_max: a 2-D linear program
+  solved incrementally (each violated constraint moves the optimum onto its line, a 1-D problem against the
+  earlier constraints). If it is infeasible, a 3-D program minimises the largest violation of the agent
+  half-planes while the obstacle half-planes stay hard.
+All agents are solved at once: constraint k is processed for every agent in one numpy operation.
+
+Symmetry breaking (documented, deterministic): perfectly symmetric swaps make plain ORCA freeze in a ring. We bend
+every agent's preferred velocity to its right (as drawn on the mat, y down) by up to ``right_bias`` radians,
+in proportion to how much of its path ahead is occupied, and add a seeded perturbation of ``perturbation`` u/s.
+Everyone keeps right, so head-on encounters become passing manoeuvres and a converging ring becomes a roundabout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toio_navigator.navigation.planner import PlannerOutput, SwarmState
+from toio_navigator.navigation.planners.common import goal_velocity, k_nearest, nearest_on_walls, waypoint_output
+
+_EPS = 1e-9
+
+
+@dataclass
+class OrcaParams:
+    time_horizon: float = 2.0          # s, tau for agents (local_planners.md §4)
+    time_horizon_obst: float = 1.0     # s, tau_obst for static obstacles
+    neighbor_dist: float = 400.0       # u, neighbour search radius (centre distance)
+    max_neighbors: int = 10            # K nearest agents considered
+    max_obstacles: int = 6             # nearest obstacles considered
+    responsibility: float = 0.5        # share of the avoidance each agent takes (reciprocity)
+    radius_margin: float = 2.0         # u added to every radius (sensing/discretisation margin)
+    arrival_steps: float = 1.0         # pref speed min(v_max, distance / (arrival_steps dt))
+    perturbation: float = 0.01         # u/s, seeded random perturbation of the preferred velocity
+    right_bias: float = 0.0            # rad, largest rotation of v_pref to the right when the way ahead is taken
+    bias_range: float = 120.0          # u, gap ahead within which the right bias acts
+    waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
+
+
+class OrcaPlanner:
+    name = 'orca'
+
+    def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
+        self.params = params or OrcaParams(**overrides)
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, n: int, seed: int = 0) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def step(self, state: SwarmState, dt: float) -> PlannerOutput:
+        p = self.params
+        n = state.n
+        pos, vel = state.pos, state.vel
+        radius = state.radius + p.radius_margin
+        vmax = state.max_speed
+        v_pref = goal_velocity(pos, state.goal, vmax, dt, p.arrival_steps * dt)
+        nbr, _dist = k_nearest(pos, p.max_neighbors, p.neighbor_dist, start_cutoff=4.0 * float(radius.max()))
+        if p.right_bias > 0.0:
+            v_pref = self._keep_right(pos, v_pref, radius, nbr)
+        if p.perturbation > 0.0:
+            angle = self._rng.uniform(0.0, 2.0 * np.pi, n)
+            v_pref = v_pref + p.perturbation * self._rng.uniform(0.0, 1.0, n)[:, None] * np.column_stack(
+                [np.cos(angle), np.sin(angle)])
+        normal, point, valid, hard, touching = self._constraints(state, radius, nbr, dt)
+        velocity = solve_velocity(normal, point, valid, hard, vmax, v_pref)
+        velocity[~state.active] = 0.0
+        return waypoint_output(state, velocity, touching, p.waypoint_horizon)
+
+    def _keep_right(self, pos, v_pref, radius, nbr) -> np.ndarray:
+        """Rotate v_pref to the right in proportion to the closest neighbour in the cone ahead."""
+        p = self.params
+        speed = np.hypot(v_pref[:, 0], v_pref[:, 1])
+        heading = v_pref / np.maximum(speed, _EPS)[:, None]
+        valid = nbr >= 0
+        rel = pos[np.where(valid, nbr, 0)] - pos[:, None, :]                            # (N, K, 2)
+        dist = np.hypot(rel[..., 0], rel[..., 1])
+        ahead = np.einsum('nkd,nd->nk', rel, heading) / np.maximum(dist, _EPS)        # cos of bearing
+        gap = dist - radius[:, None] - radius[np.where(valid, nbr, 0)]
+        closeness = np.clip(1.0 - gap / p.bias_range, 0.0, 1.0) * np.clip(ahead, 0.0, 1.0)
+        amount = p.right_bias * np.where(valid, closeness, 0.0).max(axis=1, initial=0.0)
+        c, s = np.cos(amount), np.sin(amount)
+        # mat frame has y down: turning right is the positive (clockwise) rotation
+        return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
+
+    def _constraints(self, state: SwarmState, radius, nbr, dt):
+        """Half-planes (normal, point) per agent: obstacles first (hard), then neighbours."""
+        p = self.params
+        pos, vel = state.pos, state.vel
+        n = state.n
+        valid_nbr = nbr >= 0
+        j = np.where(valid_nbr, nbr, 0)
+        rel_pos = pos[j] - pos[:, None, :]
+        rel_vel = vel[:, None, :] - vel[j]
+        combined = radius[:, None] + radius[j]
+        u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt)
+        # a cube that does not move (inactive) takes no share: the mover takes all of it
+        share = np.where(state.active[j], p.responsibility, 1.0)
+        agent_point = vel[:, None, :] + share[..., None] * u
+        touching = (valid_nbr & (np.hypot(rel_pos[..., 0], rel_pos[..., 1]) < combined - 2 * p.radius_margin)).any(1)
+        normals, points, valids = [nrm], [agent_point], [valid_nbr]
+        hards = [np.zeros_like(valid_nbr)]
+        if len(state.walls):
+            on_wall, gap = nearest_on_walls(pos, state.walls)
+            gap = gap - radius[:, None]                                            # surface gap to the body
+            reach = p.time_horizon_obst * state.max_speed[:, None] + radius[:, None]
+            order = np.argsort(gap, axis=1)[:, :p.max_obstacles]
+            gap = np.take_along_axis(gap, order, axis=1)
+            on_wall = np.take_along_axis(on_wall, order[..., None], axis=1)
+            is_disc = np.hypot(*(state.walls[order, 2:4] - state.walls[order, 0:2]).transpose(2, 0, 1)) < _EPS
+            wall_valid = gap < reach
+            # discs: the velocity obstacle of a static disc (zero velocity, full responsibility)
+            disc_rel = state.walls[order, 0:2] - pos[:, None, :]
+            disc_u, disc_n = _vo_correction(disc_rel, np.broadcast_to(vel[:, None, :], disc_rel.shape),
+                                            radius[:, None] + state.walls[order, 4], p.time_horizon_obst, dt)
+            # segments: stay on this side of the wall's tangent line for tau_obst (or get out within one step)
+            away = pos[:, None, :] - on_wall
+            away_n = away / np.maximum(np.hypot(away[..., 0], away[..., 1]), _EPS)[..., None]
+            speed_in = np.where(gap >= 0.0, gap / p.time_horizon_obst, gap / dt)
+            seg_point = -away_n * speed_in[..., None]
+            normals.insert(0, np.where(is_disc[..., None], disc_n, away_n))
+            points.insert(0, np.where(is_disc[..., None], vel[:, None, :] + disc_u, seg_point))
+            valids.insert(0, wall_valid)
+            hards.insert(0, np.ones_like(wall_valid))
+            touching |= (wall_valid & (gap < -p.radius_margin)).any(1)
+        normal = np.concatenate(normals, axis=1)
+        point = np.concatenate(points, axis=1)
+        valid = np.concatenate(valids, axis=1)
+        hard = np.concatenate(hards, axis=1)
+        # drop columns nobody uses so the LP loops stay short
+        used = valid.any(axis=0)
+        return normal[:, used], point[:, used], valid[:, used], hard[:, used], touching
+
+
+def _vo_correction(rel_pos, rel_vel, combined, horizon, dt):
+    """For relative position x = p_B - p_A, relative velocity w0 = v_A - v_B and combined radius R: the vector u
+    from w0 to the nearest point of the boundary of VO^tau and the outward normal n there (arrays (..., 2))."""
+    x, w0, big_r = rel_pos, rel_vel, combined
+    dist2 = np.einsum('...d,...d->...', x, x)
+    r2 = big_r * big_r
+    overlapping = dist2 <= r2
+    # overlap: leave the disc of radius R/dt around x/dt within one step
+    tau = np.where(overlapping, dt, horizon)[..., None]
+    w = w0 - x / tau                                   # from the cut-off centre to w0
+    w_len = np.hypot(w[..., 0], w[..., 1])
+    w_unit = w / np.maximum(w_len, _EPS)[..., None]
+    # the cut-off disc is nearest when w points back towards the apex side of the centre, within the cone angle
+    dot = np.einsum('...d,...d->...', w, x)
+    on_cap = overlapping | ((dot < 0.0) & (dot * dot > r2 * w_len * w_len))
+    u_cap = ((big_r / tau[..., 0]) - w_len)[..., None] * w_unit
+    n_cap = w_unit
+    # otherwise a leg: the tangent from the origin on the side of w (ties go to the clockwise-in-math leg)
+    leg = np.sqrt(np.maximum(dist2 - r2, 0.0))
+    cross = x[..., 0] * w[..., 1] - x[..., 1] * w[..., 0]
+    side = np.where(cross > 0.0, 1.0, -1.0)
+    dx = (x[..., 0] * leg - side * x[..., 1] * big_r) / np.maximum(dist2, _EPS)
+    dy = (side * x[..., 0] * big_r + x[..., 1] * leg) / np.maximum(dist2, _EPS)
+    direction = np.stack([dx, dy], axis=-1)
+    along = np.einsum('...d,...d->...', w0, direction)
+    u_leg = along[..., None] * direction - w0
+    n_leg = np.stack([-side * dy, side * dx], axis=-1)  # perpendicular to the leg, away from the cone
+    u = np.where(on_cap[..., None], u_cap, u_leg)
+    normal = np.where(on_cap[..., None], n_cap, n_leg)
+    return u, normal
+
+
+def solve_velocity(normal, point, valid, hard, vmax, v_pref) -> np.ndarray:
+    """argmin |v - v_pref| s.t. (v - point_k) . normal_k >= 0 for valid k and |v| <= vmax, for every row; rows
+    whose program is infeasible get the velocity minimising the largest violation of the non-hard half-planes."""
+    velocity, fail = _lp2(normal, point, valid, vmax, v_pref, direction=False)
+    bad = np.nonzero(fail < valid.shape[1])[0]
+    if bad.size:
+        velocity[bad] = _lp3(normal[bad], point[bad], valid[bad], hard[bad], vmax[bad], velocity[bad], fail[bad])
+    return velocity
+
+
+def _lp2(normal, point, valid, vmax, target, direction: bool):
+    """Incremental 2-D program over all rows at once. ``direction``: maximise v . target (target unit) instead of
+    minimising |v - target|. Returns (v, index of the first infeasible constraint or M)."""
+    rows_n, m = valid.shape
+    if direction:
+        v = target * vmax[:, None]
+    else:
+        speed = np.hypot(target[:, 0], target[:, 1])
+        v = target * np.minimum(1.0, vmax / np.maximum(speed, _EPS))[:, None]
+    fail = np.full(rows_n, m)
+    for k in range(m):
+        slack = np.einsum('nd,nd->n', v - point[:, k], normal[:, k])
+        rows = np.nonzero(valid[:, k] & (fail == m) & (slack < -_EPS))[0]
+        if rows.size == 0:
+            continue
+        nk, qk = normal[rows, k], point[rows, k]
+        dk = np.stack([-nk[:, 1], nk[:, 0]], axis=-1)   # the constraint's line: qk + t dk
+        qd = np.einsum('nd,nd->n', qk, dk)
+        disc = qd * qd - np.einsum('nd,nd->n', qk, qk) + vmax[rows] ** 2
+        feasible = disc >= 0.0
+        root = np.sqrt(np.maximum(disc, 0.0))
+        lo, hi = -qd - root, -qd + root
+        if k > 0:
+            nj, qj, vj = normal[rows, :k], point[rows, :k], valid[rows, :k]
+            den = np.einsum('nd,njd->nj', dk, nj)
+            num = np.einsum('njd,njd->nj', qj - qk[:, None, :], nj)    # constraint j on the line: t den >= num
+            parallel = np.abs(den) < _EPS
+            feasible &= ~(vj & parallel & (num > _EPS)).any(axis=1)
+            bound = num / np.where(parallel, 1.0, den)
+            lo = np.maximum(lo, np.where(vj & ~parallel & (den > 0.0), bound, -np.inf).max(axis=1))
+            hi = np.minimum(hi, np.where(vj & ~parallel & (den < 0.0), bound, np.inf).min(axis=1))
+        feasible &= lo <= hi
+        if direction:
+            t = np.where(np.einsum('nd,nd->n', target[rows], dk) > 0.0, hi, lo)
+        else:
+            t = np.clip(np.einsum('nd,nd->n', target[rows] - qk, dk), lo, hi)
+        ok = rows[feasible]
+        v[ok] = qk[feasible] + t[feasible, None] * dk[feasible]
+        fail[rows[~feasible]] = k
+    return v, fail
+
+
+def _lp3(normal, point, valid, hard, vmax, v, fail):
+    """Least-violation fallback: for each soft constraint k (in order) that is violated more than the current
+    worst, find the velocity that violates k least while no earlier soft constraint is violated more than k and
+    the hard ones hold (a 2-D program on the lines of equal violation, maximising along normal_k)."""
+    rows_n, m = valid.shape
+    worst = np.zeros(rows_n)
+    v = v.copy()
+    for k in range(m):
+        violation = -np.einsum('nd,nd->n', v - point[:, k], normal[:, k])
+        rows = np.nonzero((fail <= k) & valid[:, k] & ~hard[:, k] & (violation > worst + _EPS))[0]
+        if rows.size == 0:
+            continue
+        nk, qk = normal[rows, k], point[rows, k]
+        if k == 0:
+            cand, sub_fail = _lp2(np.zeros((rows.size, 0, 2)), np.zeros((rows.size, 0, 2)),
+                                  np.zeros((rows.size, 0), bool), vmax[rows], nk, direction=True)
+        else:
+            nj, qj, vj, hj = normal[rows, :k], point[rows, :k], valid[rows, :k], hard[rows, :k]
+            # soft j: violation_j(v) <= violation_k(v)  <=>  v . (nj - nk) >= qj . nj - qk . nk
+            diff = nj - nk[:, None, :]
+            length = np.hypot(diff[..., 0], diff[..., 1])
+            level = np.einsum('njd,njd->nj', qj, nj) - np.einsum('nd,nd->n', qk, nk)[:, None]
+            unit = diff / np.maximum(length, _EPS)[..., None]
+            soft_point = unit * (level / np.maximum(length, _EPS))[..., None]
+            proj_n = np.where(hj[..., None], nj, unit)
+            proj_q = np.where(hj[..., None], qj, soft_point)
+            proj_valid = vj & (hj | (length > _EPS))   # same direction as k: never more violated, skip
+            cand, sub_fail = _lp2(proj_n, proj_q, proj_valid, vmax[rows], nk, direction=True)
+        ok = sub_fail == k
+        v[rows[ok]] = cand[ok]
+        worst[rows] = -np.einsum('nd,nd->n', v[rows] - qk, nk)
+    return v
