@@ -1,0 +1,65 @@
+"""Angle and vector helpers with the reference's exact semantics (fact sheet §0.3, §0.4).
+
+``wrap`` is fmod(r + 3π, 2π) − π with a truncating remainder, as in the reference: the result lies in [−π, π)
+for r > −3π and is wrong below (B29). Everything works on floats and numpy arrays alike.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_THREE_PI = math.pi * 3
+_TWO_PI = math.pi * 2
+
+
+def wrap(r):
+    """Reference angle wrap (to [−π, π) for r > −3π)."""
+    return np.fmod(r + _THREE_PI, _TWO_PI) - math.pi
+
+
+def wrap_deg(d):
+    """Reference degree wrap (to [−180, 180) for d > −540)."""
+    return np.fmod(d + 540.0, 360.0) - 180.0
+
+
+def abs_wrap(r):
+    return np.abs(wrap(r))
+
+
+def ang(x, y):
+    """Heading of the vector (x, y): wrap(atan2(y, x)); (0, 0) gives wrap(0)."""
+    return wrap(np.arctan2(y, x))
+
+
+def deg2rad(d):
+    """Reference conversion, which wraps."""
+    return wrap(d * math.pi / 180.0)
+
+
+def rad2deg(r):
+    return wrap_deg(r * 180.0 / math.pi)
+
+
+def norm(x, y):
+    return np.sqrt(x * x + y * y)
+
+
+def unit(x, y):
+    """Unit vector; (0, 0) for the zero vector."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    m = np.sqrt(x * x + y * y)
+    zero = (x == 0) & (y == 0)
+    safe = np.where(zero, 1.0, m)
+    return np.where(zero, 0.0, x / safe), np.where(zero, 0.0, y / safe)
+
+
+def clip_len(x, y, max_len):
+    """Scale (x, y) down to ``max_len`` if longer (reference Vector.clip)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    m = np.sqrt(x * x + y * y)
+    longer = (m > max_len) & (m > 0)
+    safe = np.where(longer, m, 1.0)
+    return np.where(longer, x * max_len / safe, x), np.where(longer, y * max_len / safe, y)

@@ -1,0 +1,407 @@
+"""HLAvoid, the reference's human-like collision avoidance (fact sheet §2), for B egos at once.
+
+Steps, each a numpy expression over arrays of shape (B, S) (S = nsample + 1 directions), (P, S) (P ego–other
+pairs) or (B, M, S) (M walls):
+
+* ``sample_rads``      §2.3 uniform directions plus the target bearing (with the reference's gap defect, B1)
+* ``scan``             §2.4–§2.7 target ray, time-to-contact against other robots, circle casts against walls,
+                       and the non-colliding / colliding combinations
+* ``run_towards``      §2.8–§2.9 waypoint choice and speed limit
+* ``run_away``         §2.10 flee choice and speed limit
+
+The arithmetic follows the reference's order of operations so results agree to ~1e-12, quirks included.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .angles import ang, wrap
+from .batch import EgoBatch, PairBatch, segment_any, segment_min
+from .entities import line_coeffs
+from .params import HLAvoidParams, Fixes
+
+_HALF_PI = math.pi / 2
+
+
+@dataclass
+class ScanResult:
+    """Combined scans of B egos (§2.7). ``dists``: non-colliding; ``col_*``: objects the ego overlaps."""
+    rads: np.ndarray          # (B, S) absolute sample directions
+    dists: np.ndarray         # (B, S) free distance, capped at range + 1
+    col_dists: np.ndarray     # (B, S) colliding "distances" (legacy, useSafety = false)
+    col_safety: np.ndarray    # (B, S) safety from overlapped objects (1 where none)
+    collision: np.ndarray     # (B,) overlapping any robot or wall
+    target_slot: np.ndarray   # (B,) index of the target ray, −1 if the target bearing is not sampled
+
+
+@dataclass
+class AvoidResult:
+    """HLAvoid's answer for B egos plus its public diagnostics (FORMAT.md §5)."""
+    vector: np.ndarray        # (B, 2) relative waypoint
+    collision: np.ndarray     # (B,)
+    speed_limit: np.ndarray   # (B,)
+    index: np.ndarray         # (B,) waypointIndex
+    rads: np.ndarray          # (B, S)
+    dists: np.ndarray         # (B, S)
+    safety: np.ndarray        # (B, S)
+
+
+# ------------------------------------------------------------------------------------------------ sampling
+
+def sample_rads(rad: np.ndarray, tar_rad: np.ndarray, n: int, fov: float, fix_gap: bool = False) -> np.ndarray:
+    """(B, n + 1) sample directions: n uniform ones around the heading with the target bearing inserted.
+
+    Reference rule (§2.3), replayed without a Python loop: iteration i writes slot i (uniform i, or the target
+    when it falls in the gap before uniform i) and slot i + 1 (uniform i, pushed right); later iterations
+    overwrite earlier ones, and a slot nobody writes keeps 0.0 (the gap defect).
+    """
+    b = rad.shape[0]
+    s = fov / (n - 1)
+    i = np.arange(n)
+    radi = (rad - fov / 2)[:, None] + s * i
+    d_t = wrap(tar_rad - rad)[:, None]
+    d_i = wrap(radi - rad[:, None])
+    if fix_gap:
+        # uniform grid with the target always inserted before the first offset ≥ its own
+        k = np.sum(d_i < d_t, axis=1)
+        out = np.empty((b, n + 1))
+        slot = np.arange(n + 1)[None, :]
+        src = np.where(slot < k[:, None], slot, slot - 1)
+        out[:] = np.take_along_axis(radi, np.clip(src, 0, n - 1), axis=1)
+        out[np.arange(b), k] = tar_rad
+        return out
+    keep = d_t > d_i                          # uniform i stays at slot i
+    insert = ~keep & (d_t + s > d_i)           # target at slot i, uniform i at slot i + 1
+    push = ~keep & ~insert                     # uniform i at slot i + 1
+    own = np.where(keep, radi, np.where(insert, tar_rad[:, None], 0.0))
+    own_written = keep | insert
+    from_prev = insert | push                  # iteration i writes slot i + 1
+    out = np.zeros((b, n + 1))
+    out[:, :n] = own
+    prev_val = np.where(from_prev, radi, 0.0)
+    # slot j (1..n) falls back to iteration j − 1's write when iteration j did not write it
+    fallback = np.where(from_prev, prev_val, 0.0)
+    out[:, 1:n] = np.where(own_written[:, 1:], own[:, 1:], fallback[:, :n - 1])
+    out[:, 0] = np.where(own_written[:, 0], own[:, 0], 0.0)
+    out[:, n] = fallback[:, n - 1]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ scans
+
+def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,
+                 prm: HLAvoidParams, r1: float):
+    """Time-to-contact scan against other robots (§2.5). Returns per-ego combined results."""
+    b, s = rads.shape
+    e = pairs.ego
+    # visibility (navigator-level margins): distance and relative angle
+    dpx = egos.x[e] - pairs.x          # ego − other
+    dpy = egos.y[e] - pairs.y
+    mag = np.sqrt(dpx * dpx + dpy * dpy)
+    rel = wrap(ang(pairs.x - egos.x[e], pairs.y - egos.y[e]) - egos.rad[e])
+    seen = (mag < prm.range + egos.avoid_margin[e] + pairs.avoid_margin) & (np.abs(rel) < prm.fov / 2)
+    if not np.all(seen):
+        idx = np.nonzero(seen)[0]
+        pairs = pairs.take(idx)
+        e, dpx, dpy, mag = pairs.ego, dpx[idx], dpy[idx], mag[idx]
+    if e.shape[0] == 0:
+        ones = np.ones((b, s))
+        return np.full((b, s), r1), np.full((b, s), r1), ones, np.zeros(b, dtype=bool)
+    m_e = egos.avoid_margin[e]
+    margin_sum = (m_e + pairs.avoid_margin)[:, None]
+    vmag = np.maximum(egos.spd[e], prm.min_ego_speed)[:, None]
+    vx = vmag * cos_r[e]
+    vy = vmag * sin_r[e]
+    dvx = vx - pairs.vx[:, None]
+    dvy = vy - pairs.vy[:, None]
+    dpx_ = dpx[:, None]
+    dpy_ = dpy[:, None]
+    pos2 = dpx_ * dpx_ + dpy_ * dpy_
+    a = dvx * dvx + dvy * dvy
+    bq = 2 * (dvx * dpx_ + dvy * dpy_)
+    c = pos2 - margin_sum * margin_sum
+    delta = bq * bq - 4 * a * c
+    none = (delta < 0) | (np.abs(a) < prm.min_rel_speed_sq)
+    sq = np.sqrt(np.where(none, 0.0, delta))
+    a_safe = np.where(none, 1.0, a)
+    t1 = (-bq - sq) / 2 / a_safe
+    t2 = (-bq + sq) / 2 / a_safe
+    past = none | (t2 <= 0)
+    future = ~past & (t1 > 0)
+    now = ~past & ~future
+    overlap = (vx * dpx_ + vy * dpy_) / vmag / np.sqrt(pos2) * prm.overlap_dist_scale
+    dist = np.where(past, r1, np.where(future, t1 * vmag, overlap))
+    pair_col = now.any(axis=1)
+    # safety of colliding pairs: away from the other, scaled by the overlap severity (§2.5, B5)
+    sev = np.maximum(0.0, (m_e + pairs.margin) - mag) / m_e
+    away = ang(dpx, dpy)
+    safety = np.cos(np.abs(wrap(rads[e] - away[:, None]))) * (1 + sev)[:, None]
+    pc = pair_col[:, None]
+    nc_d = segment_min(np.where(pc, r1, dist), e, b, r1)
+    c_d = segment_min(np.where(pc, dist, r1), e, b, r1)
+    c_s = segment_min(np.where(pc, safety, 1.0), e, b, 1.0)
+    return nc_d, c_d, c_s, segment_any(pair_col, e, b)
+
+
+def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,
+                prm: HLAvoidParams, r1: float):
+    """Circle casts of the ego's margin disc against wall capsules (§2.6), as the reference computes them."""
+    b, s = rads.shape
+    if walls.shape[0] == 0:
+        ones = np.ones((b, s))
+        return np.full((b, s), r1), np.full((b, s), r1), ones, np.zeros(b, dtype=bool)
+    x1, y1, x2, y2, wm = (walls[:, k][None, :] for k in range(5))       # (1, M)
+    aw, bw, cw = line_coeffs(x1, y1, x2, y2)
+    ex = egos.x[:, None]
+    ey = egos.y[:, None]                                                # (B, 1)
+    m_e = egos.avoid_margin[:, None]
+    signed = aw * ex + bw * ey + cw
+    line_dist = np.abs(signed)                                          # (B, M)
+    active = ~(line_dist - wm > r1)
+    rr = m_e + wm                                                       # cast radius incl. wall margin
+    foot = (((ex - x1) * (x2 - x1) + (ey - y1) * (y2 - y1)) >= 0) & \
+           (((ex - x2) * (x1 - x2) + (ey - y2) * (y1 - y2)) >= 0)
+    d1 = np.sqrt((ex - x1) ** 2 + (ey - y1) ** 2)
+    d2 = np.sqrt((ex - x2) ** 2 + (ey - y2) ** 2)
+    overlap = active & (((line_dist < rr) & foot) | (d1 < rr) | (d2 < rr))
+    # ---- overlapped walls: severity and repulsion direction
+    near1 = d1 < d2
+    d_seg = np.where(foot, line_dist, np.where(near1, d1, d2))
+    sev = np.maximum(0.0, rr - d_seg) / m_e
+    sgn = np.sign(signed)
+    ux1, uy1 = _unit(ex - x1, ey - y1)
+    ux2, uy2 = _unit(ex - x2, ey - y2)
+    rx = np.where(foot, sgn * aw, np.where(near1, ux1, ux2))
+    ry = np.where(foot, sgn * bw, np.where(near1, uy1, uy2))
+    rep = ang(rx, ry)[:, :, None]                                       # (B, M, 1)
+    cr = cos_r[:, None, :]
+    sr = sin_r[:, None, :]
+    if prm.useSafety:
+        w_safety = np.cos(np.abs(wrap(rads[:, None, :] - rep))) * (1 + sev)[:, :, None]
+        w_cdist = np.full(w_safety.shape, r1)
+    else:
+        w_cdist = np.maximum(prm.wall_overlap_floor, (cr * rx[:, :, None] + sr * ry[:, :, None]) * 100)
+        w_safety = np.ones(w_cdist.shape)
+    # ---- casts for walls not overlapped (B, M, S)
+    cast_d = _wall_casts(ex, ey, cos_r, sin_r, x1, y1, x2, y2, aw, bw, cw, signed, line_dist, rr, r1)
+    nc = active & ~overlap
+    nc_d = np.min(np.where(nc[:, :, None], cast_d, r1), axis=1)
+    nc_d = np.minimum(nc_d, r1)
+    ov = overlap[:, :, None]
+    c_d = np.minimum(r1, np.min(np.where(ov, w_cdist, r1), axis=1))
+    c_s = np.minimum(1.0, np.min(np.where(ov, w_safety, 1.0), axis=1))
+    return nc_d, c_d, c_s, overlap.any(axis=1)
+
+
+def _unit(x, y):
+    m = np.sqrt(x * x + y * y)
+    zero = (x == 0) & (y == 0)
+    m = np.where(zero, 1.0, m)
+    return np.where(zero, 0.0, x / m), np.where(zero, 0.0, y / m)
+
+
+def _wall_casts(ex, ey, cos_r, sin_r, x1, y1, x2, y2, aw, bw, cw, signed, line_dist, rr, r1):
+    """Distance the ego centre travels along each direction before its disc (radius rr) meets the segment.
+
+    Shapes: ego columns (B, 1), wall rows (1, M), directions (B, S); result (B, M, S), r1 where nothing is hit.
+    """
+    E_x = ex[:, :, None]
+    E_y = ey[:, :, None]
+    c_ = cos_r[:, None, :]
+    s_ = sin_r[:, None, :]
+    # the cast line through the origin and origin + dir, built like the reference (then its direction vector)
+    p2x = E_x + c_
+    p2y = E_y + s_
+    ac, bc, cc = line_coeffs(E_x, E_y, p2x, p2y)                        # (B, 1, S)
+    ddx = p2x - E_x
+    ddy = p2y - E_y
+    R = rr[:, :, None]
+    # side hit: intersect with the segment shifted by rr along its normal towards the ego (both ends bounded)
+    step = (np.sign(signed) * rr)
+    sx = step * aw
+    sy = step * bw
+    q1x = (x1 + sx)[:, :, None]
+    q1y = (y1 + sy)[:, :, None]
+    q2x = (x2 + sx)[:, :, None]
+    q2y = (y2 + sy)[:, :, None]
+    am, bm, cm = line_coeffs(q1x, q1y, q2x, q2y)                        # (B, M, 1)
+    det = ac * bm - am * bc
+    det_safe = np.where(det == 0, 1.0, det)
+    secx = (bc * cm - bm * cc) / det_safe
+    secy = (am * cc - ac * cm) / det_safe
+    on_cast = ((secx - E_x) * ddx + (secy - E_y) * ddy) >= 0
+    on_seg = (((secx - q1x) * (q2x - q1x) + (secy - q1y) * (q2y - q1y)) >= 0) & \
+             (((secx - q2x) * (q1x - q2x) + (secy - q2y) * (q1y - q2y)) >= 0)
+    side = (line_dist >= rr)[:, :, None] & (det != 0) & on_cast & on_seg
+    side_d = np.sqrt((secx - E_x) ** 2 + (secy - E_y) ** 2)
+    # end caps
+    h1, d1 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x1[:, :, None], y1[:, :, None], R)
+    h2, d2 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x2[:, :, None], y2[:, :, None], R)
+    first = h1 & (~h2 | (d1 < d2))
+    cap_hit = h1 | h2
+    cap_d = np.where(first, d1, d2)
+    return np.where(side, side_d, np.where(cap_hit, cap_d, r1))
+
+
+def _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, px, py, R):
+    """Circle cast against one endpoint (the reference's point cast, origin not inside)."""
+    in_front = ((px - E_x) * ddx + (py - E_y) * ddy) >= 0
+    k = ac * px + bc * py + cc
+    lat = np.abs(k)
+    hit = in_front & (lat <= R)
+    back = np.sqrt(np.maximum(R * R - lat * lat, 0.0))
+    fx = px - k * ac
+    fy = py - k * bc
+    along = (fx - E_x) * c_ + (fy - E_y) * s_
+    t = along - back
+    hx = E_x + c_ * t
+    hy = E_y + s_ * t
+    return hit, np.sqrt((hx - E_x) ** 2 + (hy - E_y) ** 2)
+
+
+def scan(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidParams,
+         fixes: Fixes = Fixes()) -> ScanResult:
+    """Sample, scan the target, the others and the walls, and combine (§2.3–§2.7)."""
+    r1 = prm.range + 1
+    tar_rad = ang(egos.tx - egos.x, egos.ty - egos.y)
+    rads = sample_rads(egos.rad, tar_rad, prm.n, prm.fov, fixes.sampling_gap)
+    cos_r = np.cos(rads)
+    sin_r = np.sin(rads)
+    b, s = rads.shape
+    # target ray: the first slot holding exactly the target bearing is cut at the target distance
+    dx = egos.tx - egos.x
+    dy = egos.ty - egos.y
+    tdist = np.sqrt(dx * dx + dy * dy)
+    eq = rads == tar_rad[:, None]
+    has = eq.any(axis=1)
+    slot = np.where(has, np.argmax(eq, axis=1), -1)
+    tar_d = np.full((b, s), r1)
+    rows = np.nonzero(has)[0]
+    tar_d[rows, slot[rows]] = np.minimum(r1, tdist[rows])
+    o_nc, o_cd, o_cs, o_col = _scan_others(egos, pairs, rads, cos_r, sin_r, prm, r1)
+    w_nc, w_cd, w_cs, w_col = _scan_walls(egos, walls, rads, cos_r, sin_r, prm, r1)
+    dists = np.minimum(np.minimum(tar_d, o_nc), w_nc)
+    col_d = np.full((b, s), r1)
+    col_s = np.ones((b, s))
+    for flag, cd, cs in ((o_col, o_cd, o_cs), (w_col, w_cd, w_cs)):
+        f = flag[:, None]
+        col_d = np.where(f, np.minimum(col_d, cd), col_d)
+        col_s = np.where(f, np.minimum(col_s, cs), col_s)
+    return ScanResult(rads, dists, col_d, col_s, o_col | w_col, slot)
+
+
+# ------------------------------------------------------------------------------------------------ speed limit
+
+def _speed_limit(egos: EgoBatch, sc: ScanResult, index: np.ndarray, prm: HLAvoidParams, fixes: Fixes,
+                 near_only: bool) -> np.ndarray:
+    """Turning-radius limit (§2.9 step 1) and the overlap stop rule (step 2)."""
+    rads, d = sc.rads, sc.dists
+    b = rads.shape[0]
+    th = egos.rad[:, None]
+    wr = rads[np.arange(b), index][:, None]
+    m = prm.slow_between_margin
+    between = ((wrap(rads - th) > m) & (wrap(wr - rads) > m)) | ((wrap(th - rads) > m) & (wrap(rads - wr) > m))
+    if near_only:
+        between &= d < prm.slow_obstacle_dist
+    diff = np.abs(wrap(rads - th)) if fixes.heading_wrap else np.abs(rads - th)
+    if fixes.heading_wrap:
+        between &= np.arange(rads.shape[1])[None, :] != sc.target_slot[:, None]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        radius = (d + prm.slow_radius_add) / (2 * np.sin(diff))
+    min_r = np.minimum(prm.unlimited_radius, np.min(np.where(between, radius, np.inf), axis=1))
+    limit = np.maximum(prm.min_speed_limit, min_r * np.maximum(1.0, np.abs(egos.w)))
+    # stop when heading into an overlapped object
+    window = (np.abs(wrap(rads - th)) < math.pi * 2 / prm.n) & (sc.col_safety <= 0) & sc.collision[:, None]
+    hit = window.any(axis=1)
+    first = np.argmax(window, axis=1)
+    s_first = sc.col_safety[np.arange(b), first]
+    stop = prm.stop_scale * np.maximum(0.0, s_first * 2 + 1)
+    if fixes.speed_limit_min:
+        stop = np.minimum(stop, limit)
+    return np.where(hit, stop, limit)
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+def run_towards(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidParams,
+                fixes: Fixes = Fixes()) -> AvoidResult:
+    """Waypoint towards the target (§2.8) with its speed limit (§2.9), for every ego."""
+    sc = scan(egos, pairs, walls, prm, fixes)
+    rads, d = sc.rads, sc.dists
+    b = rads.shape[0]
+    ar = np.arange(b)
+    cos_r, sin_r = np.cos(rads), np.sin(rads)
+    ex, ey = egos.x[:, None], egos.y[:, None]
+    tx, ty = egos.tx[:, None], egos.ty[:, None]
+    tar_rad = ang(egos.tx - egos.x, egos.ty - egos.y)[:, None]
+    tdist = np.sqrt((ex - tx) * (ex - tx) + (ey - ty) * (ey - ty))
+    nearest = np.maximum(np.cos(tar_rad - rads) * tdist, prm.nearest_min)
+    ad = np.abs(d)
+    qx, qy = ad * cos_r, ad * sin_r
+    qm = np.sqrt(qx * qx + qy * qy)
+    longer = qm > nearest
+    qm_safe = np.where(longer, qm, 1.0)
+    qx = np.where(longer, qx * nearest / qm_safe, qx)
+    qy = np.where(longer, qy * nearest / qm_safe, qy)
+    cx = tx - (ex + qx)
+    cy = ty - (ey + qy)
+    cost = np.sqrt(cx * cx + cy * cy)
+    psi = np.abs(wrap(egos.rad[:, None] - rads))
+    cost = cost + np.maximum(psi, prm.turn_penalty_floor) * prm.turn_penalty_k
+    cost = cost + np.maximum(psi - _HALF_PI, 0) * prm.rear_penalty_k
+    cost = np.where(np.isnan(cost), np.inf, cost)
+    if prm.useSafety:
+        allowed = (sc.col_safety > prm.p_waypoint_safety_threshold) & (cost < np.finfo(float).max)
+        masked = np.where(allowed, cost, np.inf)
+        ok = allowed.any(axis=1)
+        index = np.where(ok, np.argmin(masked, axis=1), 0)
+        vx = np.where(ok, qx[ar, index], 0.0)
+        vy = np.where(ok, qy[ar, index], 0.0)
+        safety = np.where(sc.collision[:, None], sc.col_safety, 1.0)
+    else:
+        i_free = np.argmin(cost, axis=1)
+        i_col = np.argmax(sc.col_dists, axis=1)
+        col = sc.collision
+        index = np.where(col, i_col, i_free)
+        acd = np.abs(sc.col_dists[ar, index])
+        vx = np.where(col, acd * cos_r[ar, index], qx[ar, index])
+        vy = np.where(col, acd * sin_r[ar, index], qy[ar, index])
+        safety = np.ones_like(d)
+    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=True)
+    return AvoidResult(np.stack([vx, vy], axis=1), sc.collision.copy(), limit, index, rads, d, safety)
+
+
+def run_away(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidParams,
+             fixes: Fixes = Fixes()) -> AvoidResult:
+    """Waypoint fleeing the target (§2.10), predicting a moving threat, with its speed limit."""
+    sc = scan(egos, pairs, walls, prm, fixes)
+    rads, d = sc.rads, sc.dists
+    b = rads.shape[0]
+    ar = np.arange(b)
+    ad = np.abs(d)
+    qx, qy = ad * np.cos(rads), ad * np.sin(rads)
+    ex, ey = egos.x[:, None], egos.y[:, None]
+    px = ex + qx * prm.p_runaway_range / prm.range
+    py = ey + qy * prm.p_runaway_range / prm.range
+    fx = (egos.tx + egos.tvx * prm.runaway_pred_far)[:, None]
+    fy = (egos.ty + egos.tvy * prm.runaway_pred_far)[:, None]
+    score = np.sqrt((px - fx) ** 2 + (py - fy) ** 2)
+    away = ang((egos.x - egos.tx) - egos.tvx * prm.runaway_pred_near,
+               (egos.y - egos.ty) - egos.tvy * prm.runaway_pred_near)[:, None]
+    score = score - (-math.pi + np.abs(wrap(rads - away))) * prm.p_runaway_penalty_away_k
+    score = score - (-math.pi + np.abs(wrap(rads - egos.rad[:, None]))) * prm.p_runaway_penalty_keeprad_k
+    away0 = ang(egos.x - egos.tx, egos.y - egos.ty)[:, None]
+    danger = (np.abs(wrap(rads - away0)) - math.pi + prm.runaway_danger_half) > 0
+    score = np.where(danger, 0.0, score)
+    allowed = (sc.col_safety > prm.p_waypoint_safety_threshold) & (score > 0)
+    masked = np.where(allowed, score, -np.inf)
+    ok = allowed.any(axis=1)
+    index = np.where(ok, np.argmax(masked, axis=1), 0)
+    vx = np.where(ok, qx[ar, index], 0.0)
+    vy = np.where(ok, qy[ar, index], 0.0)
+    safety = np.where(sc.collision[:, None] & prm.useSafety, sc.col_safety, 1.0)
+    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=False)
+    return AvoidResult(np.stack([vx, vy], axis=1), sc.collision.copy(), limit, index, rads, d, safety)
