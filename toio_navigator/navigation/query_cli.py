@@ -93,6 +93,8 @@ def _params(value, path: str) -> NavigatorParams:
                 if isinstance(v, bool) or not isinstance(v, int) and not (isinstance(v, float) and v.is_integer()):
                     raise ScenarioError(f'{p}: expected an integer')
                 vals[k] = int(v)
+                if vals[k] > 100_000:
+                    raise ScenarioError(f'{p}: {vals[k]} directions is beyond any sensible scan (max 100000)')
             else:
                 vals[k] = _number(v, p)
         sub[name] = vals
@@ -172,9 +174,14 @@ def result_document(sc: dict, res: NaviBatch) -> dict:
     if res.avoid is not None:
         av = res.avoid
         debug.update(waypointIndex=int(av.index[0]), scanIsCollision=bool(av.collision[0]),
-                     rads=av.rads[0].tolist(), dists=av.dists[0].tolist(), safety=av.safety[0].tolist())
+                     rads=_plain(av.rads[0]), dists=_plain(av.dists[0]), safety=_plain(av.safety[0]))
     out['debug'] = debug
     return out
+
+
+def _plain(arr) -> list:
+    """Debug lists as JSON numbers; a non-finite entry (coincident robot centres) becomes null."""
+    return [float(v) if math.isfinite(v) else None for v in arr.tolist()]
 
 
 def _finite_json(obj):
