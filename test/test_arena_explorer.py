@@ -99,8 +99,9 @@ def test_protocol_errors_short_moves_and_terminate():
         ex.on_photo(3, 'CENTRE')              # a motion is pending, not a photo
     ex.on_moved(robot.sensors.read(Pose(1, 2, 0)), cells_moved=1)  # the robot stopped after one cell
     assert ex.pose == Pose(1, 2, 0) and ''.join(ex.actions) == 'F' * cmd.cells and ex.moves == 1
+    assert ex.status == 'EXPLORING'
     ex.terminate()
-    assert ex.done and ex.next_move() is None
+    assert ex.done and ex.next_move() is None and ex.status == 'TERMINATED'
 
 
 # --- whole explorations ---------------------------------------------------------------------------------------

@@ -84,3 +84,15 @@ def test_readings_at_a_mat_pose():
     sensors = VirtualIrSensors(EMPTY)
     mx, my, theta = m.pose_to_mat(Pose(1, 1, 0))
     assert read_at_mat_pose(sensors, m, mx, my, theta) == (9, 9, 9, 1, 1, 9)
+
+
+def test_ir_ranges_message_convention_round_trips_through_the_belief():
+    from toio_navigator.arena.grid import ArenaBelief, readings_from_ir_ranges
+    sensors = VirtualIrSensors(EMPTY)
+    ranges = sensors.read_ranges(Pose(1, 1, 0))
+    assert ranges == (0, 0, 0, 1, 1, 0)  # 0 = nothing within range (msg/IrRanges.msg)
+    a, b = ArenaBelief(), ArenaBelief()
+    a.apply_readings(Pose(1, 1, 0), sensors.read(Pose(1, 1, 0)))
+    b.apply_readings(Pose(1, 1, 0), readings_from_ir_ranges(ranges))
+    assert (a.score == b.score).all() and (a.explored == b.explored).all() and a.explored.sum() == 8
+    assert readings_from_ir_ranges((-1, 0, 3, -1, 2, 9)) == (0, 1000, 3, 0, 2, 9)  # -1: no reading, ignored

@@ -91,6 +91,7 @@ class ArenaExplorer:
         self.moves = 0                 # motion commands sent (a dash counts once)
         self.images: list[ImageRecord] = []
         self._sensed = False
+        self._terminated = False
         self._pending: Command | None = None
         self._queue: list[Command] = []
         self._after_queue = None
@@ -112,11 +113,25 @@ class ArenaExplorer:
     def returned_to_start(self) -> bool:
         return (self.pose.x, self.pose.y) == (self.start.x, self.start.y)
 
+    @property
+    def status(self) -> str:
+        """The ArenaState status name: EXPLORING, IMAGE_HUNT, RETURNING, DONE or TERMINATED."""
+        if self.phase == DONE:
+            return 'TERMINATED' if self._terminated else 'DONE'
+        if self.phase == RETURN:
+            return 'RETURNING'
+        return 'IMAGE_HUNT' if self._reverse is not None else 'EXPLORING'
+
+    @property
+    def explored_count(self) -> int:
+        return int(self.belief.explored.sum())
+
     def mdf(self) -> tuple[str, str]:
         return self.belief.mdf()
 
     def terminate(self) -> None:
-        self.phase, self._pending = DONE, None
+        """Stop now (the seed's TERMINATE): next_move() returns None from here on."""
+        self.phase, self._pending, self._terminated = DONE, None, True
 
     def next_move(self) -> Command | None:
         """The next command, or None when exploration has finished. Repeats the pending command until answered."""

@@ -15,6 +15,17 @@ from toio_navigator.arena import mdf
 from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, SIX_SENSORS, Pose, SensorMount, footprint, inside
 
 
+#: the IrRanges message convention (msg/IrRanges.msg): 0 = nothing within range, -1 = no reading
+IR_NOTHING_IN_RANGE = 0
+IR_NO_READING = -1
+_FAR = 1000  # a reading beyond every clamp: "nothing within range" for the score rules
+
+
+def readings_from_ir_ranges(ranges) -> tuple[int, ...]:
+    """IrRanges values -> readings for ``apply_readings``: 0 becomes "far", -1 (no reading) becomes 0 (ignored)."""
+    return tuple(_FAR if int(v) == IR_NOTHING_IN_RANGE else max(int(v), 0) for v in ranges)
+
+
 @dataclass(frozen=True)
 class ScoreRules:
     """The seed's grid-score weights and the reading clamps of the PC side (reference §3)."""
@@ -94,7 +105,12 @@ class ArenaBelief:
             self.version += 1
 
     def apply_readings(self, pose: Pose, readings, sensors: tuple[SensorMount, ...] = SIX_SENSORS) -> None:
-        """Score the cells seen by each sensor. ``readings`` are cells to the first obstacle (1 = touching)."""
+        """Score the cells seen by each sensor.
+
+        ``readings`` are cells to the first obstacle (1 = touching the footprint); values at or above a clamp
+        mean "nothing nearer"; 0 and negative values mean "no reading" and are ignored (the seed's PC side).
+        Messages in the IrRanges convention go through ``readings_from_ir_ranges`` first.
+        """
         if len(readings) != len(sensors):
             raise ValueError(f'expected {len(sensors)} readings, got {len(readings)}')
         r = self.rules

@@ -13,6 +13,7 @@ import numpy as np
 
 from toio_navigator.arena.geometry import (
     ARENA_COLS, ARENA_ROWS, EAST, NORTH, SIX_SENSORS, SOUTH, WEST, Pose, SensorMount, inside)
+from toio_navigator.arena.grid import IR_NOTHING_IN_RANGE
 
 #: the Arduino caps its cell counts at 9 (reference §3)
 MAX_READING = 9
@@ -41,18 +42,32 @@ class VirtualIrSensors:
         rows, cols = self.obstacles.shape
         return not inside(x, y, cols, rows) or bool(self.obstacles[y, x])
 
-    def read_one(self, pose: Pose, mount: SensorMount) -> int:
+    def hit_distance(self, pose: Pose, mount: SensorMount) -> int | None:
+        """Cells to the first obstacle or wall along the sensor's ray, None when nothing within max_reading."""
         for k, (x, y) in enumerate(mount.ray(pose, self.max_reading), start=1):
             if self.blocked(x, y):
                 return k
-        return self.max_reading
+        return None
+
+    def _noisy(self, value: int) -> int:
+        if self.noise > 0.0 and self._rng.random() < self.noise:
+            return int(min(self.max_reading, max(1, value + self._rng.choice((-1, 1)))))
+        return value
 
     def read(self, pose: Pose) -> tuple[int, ...]:
-        values = [self.read_one(pose, m) for m in self.sensors]
-        if self.noise > 0.0:
-            for i, v in enumerate(values):
-                if self._rng.random() < self.noise:
-                    values[i] = int(min(self.max_reading, max(1, v + self._rng.choice((-1, 1)))))
+        """Arduino-style readings: cells to the first obstacle, capped at ``max_reading`` (= nothing nearer)."""
+        values = []
+        for mount in self.sensors:
+            hit = self.hit_distance(pose, mount)
+            values.append(self._noisy(self.max_reading if hit is None else hit))
+        return tuple(values)
+
+    def read_ranges(self, pose: Pose) -> tuple[int, ...]:
+        """Readings in the IrRanges message convention: 1..max_reading to a hit, 0 = nothing within range."""
+        values = []
+        for mount in self.sensors:
+            hit = self.hit_distance(pose, mount)
+            values.append(IR_NOTHING_IN_RANGE if hit is None else self._noisy(hit))
         return tuple(values)
 
 
