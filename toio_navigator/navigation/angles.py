@@ -14,8 +14,20 @@ _TWO_PI = math.pi * 2
 
 
 def wrap(r):
-    """Reference angle wrap (to [−π, π) for r > −3π)."""
-    return np.fmod(r + _THREE_PI, _TWO_PI) - math.pi
+    """Reference angle wrap (to [−π, π) for r > −3π), bit-identical to fmod(r + 3π, 2π) − π.
+
+    For 0 ≤ r + 3π < 8π the remainder is taken by subtracting 4π and then 2π where needed: each subtraction
+    is exact (Sterbenz), so the result equals fmod's exact remainder while avoiding its slow libm call.
+    """
+    x = np.asarray(r, dtype=float) + _THREE_PI
+    if x.ndim == 0:
+        return float(np.fmod(x, _TWO_PI) - math.pi)
+    fast = np.where(x >= 2 * _TWO_PI, x - 2 * _TWO_PI, x)
+    fast = np.where(fast >= _TWO_PI, fast - _TWO_PI, fast)
+    odd = ~((x >= 0) & (x < 4 * _TWO_PI))
+    if odd.any():
+        fast = np.where(odd, np.fmod(x, _TWO_PI), fast)
+    return fast - math.pi
 
 
 def wrap_deg(d):

@@ -65,14 +65,23 @@ def _starts(ego: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends > starts
 
 
-def segment_min(values: np.ndarray, ego: np.ndarray, b: int, init: float) -> np.ndarray:
-    """Per-ego minimum over the pair rows of ``values`` (P, ...), starting from ``init`` (empty → init)."""
-    out = np.full((b,) + values.shape[1:], init, dtype=float)
-    if values.shape[0] == 0:
+def segment_min(values: np.ndarray, ego: np.ndarray, b: int, init: float, axis: int = 0) -> np.ndarray:
+    """Per-ego minimum over the pair axis of ``values``, starting from ``init`` (an empty segment gives init).
+
+    ``axis`` = 0: values (P, S) → (B, S); ``axis`` = 1: values (S, P) → (S, B).
+    """
+    if axis == 1:
+        out = np.full((values.shape[0], b), init, dtype=float)
+    else:
+        out = np.full((b,) + values.shape[1:], init, dtype=float)
+    if values.shape[axis] == 0:
         return out
     starts, nonempty = _starts(ego, b)
-    red = np.minimum.reduceat(values, starts[nonempty], axis=0)
-    out[nonempty] = np.minimum(out[nonempty], red)
+    red = np.minimum.reduceat(values, starts[nonempty], axis=axis)
+    if axis == 1:
+        out[:, nonempty] = np.minimum(out[:, nonempty], red)
+    else:
+        out[nonempty] = np.minimum(out[nonempty], red)
     return out
 
 

@@ -92,6 +92,10 @@ def sample_rads(rad: np.ndarray, tar_rad: np.ndarray, n: int, fov: float, fix_ga
 
 # ------------------------------------------------------------------------------------------------ scans
 
+#: pairs per block of the time-to-contact scan: small enough that the (S, block) temporaries stay in cache
+_PAIR_BLOCK = 1024
+
+
 def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,
                  prm: HLAvoidParams, r1: float):
     """Time-to-contact scan against other robots (§2.5). Returns per-ego combined results."""
@@ -107,52 +111,110 @@ def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.n
         idx = np.nonzero(seen)[0]
         pairs = pairs.take(idx)
         e, dpx, dpy, mag = pairs.ego, dpx[idx], dpy[idx], mag[idx]
+    nc_d = np.full((b, s), r1)
     if e.shape[0] == 0:
-        ones = np.ones((b, s))
-        return np.full((b, s), r1), np.full((b, s), r1), ones, np.zeros(b, dtype=bool)
+        return nc_d, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
     m_e = egos.avoid_margin[e]
-    margin_sum = (m_e + pairs.avoid_margin)[:, None]
-    vmag = np.maximum(egos.spd[e], prm.min_ego_speed)[:, None]
-    vx = vmag * cos_r[e]
-    vy = vmag * sin_r[e]
-    dvx = vx - pairs.vx[:, None]
-    dvy = vy - pairs.vy[:, None]
-    dpx_ = dpx[:, None]
-    dpy_ = dpy[:, None]
-    pos2 = dpx_ * dpx_ + dpy_ * dpy_
-    a = dvx * dvx + dvy * dvy
-    bq = 2 * (dvx * dpx_ + dvy * dpy_)
+    margin_sum = m_e + pairs.avoid_margin
+    vmag = np.maximum(egos.spd[e], prm.min_ego_speed)
+    pos2 = dpx * dpx + dpy * dpy
     c = pos2 - margin_sum * margin_sum
-    delta = bq * bq - 4 * a * c
-    none = (delta < 0) | (np.abs(a) < prm.min_rel_speed_sq)
-    sq = np.sqrt(np.where(none, 0.0, delta))
-    a_safe = np.where(none, 1.0, a)
-    t1 = (-bq - sq) / 2 / a_safe
-    t2 = (-bq + sq) / 2 / a_safe
-    past = none | (t2 <= 0)
-    future = ~past & (t1 > 0)
-    now = ~past & ~future
-    overlap = (vx * dpx_ + vy * dpy_) / vmag / np.sqrt(pos2) * prm.overlap_dist_scale
-    dist = np.where(past, r1, np.where(future, t1 * vmag, overlap))
-    pair_col = now.any(axis=1)
+    cos_t = np.ascontiguousarray(cos_r.T)
+    sin_t = np.ascontiguousarray(sin_r.T)
+    # blocks of whole egos, so that each ego's minimum is taken inside one block
+    bounds = np.searchsorted(e, np.arange(b + 1))
+    cuts = [0]
+    for stop in np.searchsorted(bounds, np.arange(_PAIR_BLOCK, e.shape[0], _PAIR_BLOCK), side='right'):
+        cuts.append(int(bounds[max(stop - 1, 0)]))
+    cuts.append(e.shape[0])
+    col_rows, col_dists = [], []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi <= lo:
+            continue
+        sl = slice(lo, hi)
+        dist, now_cols = _ttc_block(e[sl], cos_t, sin_t, vmag[sl], pairs.vx[sl], pairs.vy[sl], dpx[sl], dpy[sl],
+                                    pos2[sl], c[sl], prm, r1)
+        eb = e[sl]
+        if now_cols.size:
+            col_rows.append(now_cols + lo)
+            col_dists.append(dist[:, now_cols].T)
+            dist[:, now_cols] = r1          # colliding pairs do not enter the free-distance scan
+        e0, e1 = int(eb[0]), int(eb[-1]) + 1
+        nc_d[e0:e1] = segment_min(dist, eb - e0, e1 - e0, r1, axis=1).T
+    if not col_rows:
+        return nc_d, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
+    now_pairs = np.concatenate(col_rows)
     # safety of colliding pairs: away from the other, scaled by the overlap severity (§2.5, B5)
-    sev = np.maximum(0.0, (m_e + pairs.margin) - mag) / m_e
-    away = ang(dpx, dpy)
-    safety = np.cos(np.abs(wrap(rads[e] - away[:, None]))) * (1 + sev)[:, None]
-    pc = pair_col[:, None]
-    nc_d = segment_min(np.where(pc, r1, dist), e, b, r1)
-    c_d = segment_min(np.where(pc, dist, r1), e, b, r1)
-    c_s = segment_min(np.where(pc, safety, 1.0), e, b, 1.0)
-    return nc_d, c_d, c_s, segment_any(pair_col, e, b)
+    ce = e[now_pairs]
+    sev = np.maximum(0.0, (m_e[now_pairs] + pairs.margin[now_pairs]) - mag[now_pairs]) / m_e[now_pairs]
+    away = ang(dpx[now_pairs], dpy[now_pairs])
+    safety = np.cos(np.abs(wrap(rads[ce] - away[:, None]))) * (1 + sev)[:, None]
+    c_d = segment_min(np.concatenate(col_dists), ce, b, r1)
+    c_s = segment_min(safety, ce, b, 1.0)
+    return nc_d, c_d, c_s, segment_any(np.ones(ce.shape[0], dtype=bool), ce, b)
+
+
+def _ttc_block(e, cos_t, sin_t, vmag, ovx, ovy, dpx, dpy, pos2, c, prm: HLAvoidParams, r1: float):
+    """(S, P) distances of one block of pairs and the block columns of pairs overlapping now.
+
+    |Δp + Δv·t|² = m² with Δv = u − v_o, u = vmag·e(φ), in the reference's order of operations. Layout (S, P):
+    the pair axis is the long contiguous one, so per-pair values broadcast cheaply.
+    """
+    vx = np.take(cos_t, e, axis=1)
+    vx *= vmag
+    vy = np.take(sin_t, e, axis=1)
+    vy *= vmag
+    dvx = vx - ovx
+    dvy = vy - ovy
+    a = dvx * dvx
+    a += dvy * dvy
+    bq = dvx
+    bq *= dpx
+    dvy *= dpy
+    bq += dvy
+    bq *= 2
+    delta = bq * bq
+    a4 = a * 4
+    a4 *= c
+    delta -= a4
+    # only directions with a real contact time need the roots (a minority): work on them as a flat list
+    cand = np.flatnonzero(~((delta < 0) | (np.abs(a) < prm.min_rel_speed_sq)))
+    dist = np.full(a.shape, r1)
+    if cand.size == 0:
+        return dist, np.zeros(0, dtype=np.intp)
+    n_p = e.shape[0]
+    ac, bc = a.ravel()[cand], bq.ravel()[cand]
+    sq = np.sqrt(delta.ravel()[cand])
+    t1 = (-bc - sq) / 2 / ac
+    t2 = (-bc + sq) / 2 / ac
+    col = cand % n_p
+    fut = (t2 > 0) & (t1 > 0)
+    now = (t2 > 0) & ~(t1 > 0)
+    flat = dist.ravel()
+    flat[cand[fut]] = t1[fut] * vmag[col[fut]]
+    if not now.any():
+        return dist, np.zeros(0, dtype=np.intp)
+    k = cand[now]
+    kc = col[now]
+    flat[k] = (vx.ravel()[k] * dpx[kc] + vy.ravel()[k] * dpy[kc]) / vmag[kc] / np.sqrt(pos2[kc]) \
+        * prm.overlap_dist_scale
+    return dist, np.unique(kc)
 
 
 def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,
                 prm: HLAvoidParams, r1: float):
-    """Circle casts of the ego's margin disc against wall capsules (§2.6), as the reference computes them."""
+    """Circle casts of the ego's margin disc against wall capsules (§2.6), as the reference computes them.
+
+    Per (ego, wall) quantities are (B, M); directions are only evaluated for the (ego, wall) pairs that can
+    matter: overlapped walls, and walls whose capsule is nearer than range + 1 (a farther wall cannot cut a ray
+    below range + 1, so skipping it is exact).
+    """
     b, s = rads.shape
+    nc_d = np.full((b, s), r1)
+    c_d = np.full((b, s), r1)
+    c_s = np.ones((b, s))
     if walls.shape[0] == 0:
-        ones = np.ones((b, s))
-        return np.full((b, s), r1), np.full((b, s), r1), ones, np.zeros(b, dtype=bool)
+        return nc_d, c_d, c_s, np.zeros(b, dtype=bool)
     x1, y1, x2, y2, wm = (walls[:, k][None, :] for k in range(5))       # (1, M)
     aw, bw, cw = line_coeffs(x1, y1, x2, y2)
     ex = egos.x[:, None]
@@ -167,32 +229,39 @@ def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.n
     d1 = np.sqrt((ex - x1) ** 2 + (ey - y1) ** 2)
     d2 = np.sqrt((ex - x2) ** 2 + (ey - y2) ** 2)
     overlap = active & (((line_dist < rr) & foot) | (d1 < rr) | (d2 < rr))
-    # ---- overlapped walls: severity and repulsion direction
     near1 = d1 < d2
     d_seg = np.where(foot, line_dist, np.where(near1, d1, d2))
-    sev = np.maximum(0.0, rr - d_seg) / m_e
-    sgn = np.sign(signed)
-    ux1, uy1 = _unit(ex - x1, ey - y1)
-    ux2, uy2 = _unit(ex - x2, ey - y2)
-    rx = np.where(foot, sgn * aw, np.where(near1, ux1, ux2))
-    ry = np.where(foot, sgn * bw, np.where(near1, uy1, uy2))
-    rep = ang(rx, ry)[:, :, None]                                       # (B, M, 1)
-    cr = cos_r[:, None, :]
-    sr = sin_r[:, None, :]
+    m_all = walls.shape[0]
+    # ---- casts against walls not overlapped
+    cast = active & ~overlap & (d_seg - rr <= r1 + 1e-6)
+    if cast.any():
+        qb, qm = np.nonzero(cast)
+        full = (b, m_all)
+        def at(v):
+            return np.broadcast_to(v, full)[qb, qm][:, None]
+        d = _wall_casts(ex[qb], ey[qb], cos_r[qb], sin_r[qb], at(x1), at(y1), at(x2), at(y2), at(aw), at(bw),
+                        at(signed), at(line_dist), at(rr), r1)
+        nc_d = np.minimum(nc_d, segment_min(d, qb, b, r1))
+    # ---- overlapped walls: severity and repulsion direction
+    if not overlap.any():
+        return nc_d, c_d, c_s, np.zeros(b, dtype=bool)
+    ob, om = np.nonzero(overlap)
+    ex_o, ey_o = egos.x[ob], egos.y[ob]
+    wx1, wy1, wx2, wy2 = walls[om, 0], walls[om, 1], walls[om, 2], walls[om, 3]
+    rr_o = rr[ob, om]
+    sev = np.maximum(0.0, rr_o - d_seg[ob, om]) / egos.avoid_margin[ob]
+    sgn = np.sign(signed[ob, om])
+    ux1, uy1 = _unit(ex_o - wx1, ey_o - wy1)
+    ux2, uy2 = _unit(ex_o - wx2, ey_o - wy2)
+    ft, n1 = foot[ob, om], near1[ob, om]
+    rx = np.where(ft, sgn * aw[0, om], np.where(n1, ux1, ux2))[:, None]
+    ry = np.where(ft, sgn * bw[0, om], np.where(n1, uy1, uy2))[:, None]
     if prm.useSafety:
-        w_safety = np.cos(np.abs(wrap(rads[:, None, :] - rep))) * (1 + sev)[:, :, None]
-        w_cdist = np.full(w_safety.shape, r1)
+        safety = np.cos(np.abs(wrap(rads[ob] - ang(rx, ry)))) * (1 + sev)[:, None]
+        c_s = segment_min(safety, ob, b, 1.0)
     else:
-        w_cdist = np.maximum(prm.wall_overlap_floor, (cr * rx[:, :, None] + sr * ry[:, :, None]) * 100)
-        w_safety = np.ones(w_cdist.shape)
-    # ---- casts for walls not overlapped (B, M, S)
-    cast_d = _wall_casts(ex, ey, cos_r, sin_r, x1, y1, x2, y2, aw, bw, cw, signed, line_dist, rr, r1)
-    nc = active & ~overlap
-    nc_d = np.min(np.where(nc[:, :, None], cast_d, r1), axis=1)
-    nc_d = np.minimum(nc_d, r1)
-    ov = overlap[:, :, None]
-    c_d = np.minimum(r1, np.min(np.where(ov, w_cdist, r1), axis=1))
-    c_s = np.minimum(1.0, np.min(np.where(ov, w_safety, 1.0), axis=1))
+        cdist = np.maximum(prm.wall_overlap_floor, (cos_r[ob] * rx + sin_r[ob] * ry) * 100)
+        c_d = segment_min(cdist, ob, b, r1)
     return nc_d, c_d, c_s, overlap.any(axis=1)
 
 
@@ -203,31 +272,23 @@ def _unit(x, y):
     return np.where(zero, 0.0, x / m), np.where(zero, 0.0, y / m)
 
 
-def _wall_casts(ex, ey, cos_r, sin_r, x1, y1, x2, y2, aw, bw, cw, signed, line_dist, rr, r1):
+def _wall_casts(E_x, E_y, c_, s_, x1, y1, x2, y2, aw, bw, signed, line_dist, rr, r1):
     """Distance the ego centre travels along each direction before its disc (radius rr) meets the segment.
 
-    Shapes: ego columns (B, 1), wall rows (1, M), directions (B, S); result (B, M, S), r1 where nothing is hit.
+    One row per (ego, wall) pair: per-pair values (Q, 1), directions (Q, S); result (Q, S), r1 if no hit.
     """
-    E_x = ex[:, :, None]
-    E_y = ey[:, :, None]
-    c_ = cos_r[:, None, :]
-    s_ = sin_r[:, None, :]
     # the cast line through the origin and origin + dir, built like the reference (then its direction vector)
     p2x = E_x + c_
     p2y = E_y + s_
-    ac, bc, cc = line_coeffs(E_x, E_y, p2x, p2y)                        # (B, 1, S)
+    ac, bc, cc = line_coeffs(E_x, E_y, p2x, p2y)
     ddx = p2x - E_x
     ddy = p2y - E_y
-    R = rr[:, :, None]
     # side hit: intersect with the segment shifted by rr along its normal towards the ego (both ends bounded)
-    step = (np.sign(signed) * rr)
+    step = np.sign(signed) * rr
     sx = step * aw
     sy = step * bw
-    q1x = (x1 + sx)[:, :, None]
-    q1y = (y1 + sy)[:, :, None]
-    q2x = (x2 + sx)[:, :, None]
-    q2y = (y2 + sy)[:, :, None]
-    am, bm, cm = line_coeffs(q1x, q1y, q2x, q2y)                        # (B, M, 1)
+    q1x, q1y, q2x, q2y = x1 + sx, y1 + sy, x2 + sx, y2 + sy
+    am, bm, cm = line_coeffs(q1x, q1y, q2x, q2y)
     det = ac * bm - am * bc
     det_safe = np.where(det == 0, 1.0, det)
     secx = (bc * cm - bm * cc) / det_safe
@@ -235,15 +296,14 @@ def _wall_casts(ex, ey, cos_r, sin_r, x1, y1, x2, y2, aw, bw, cw, signed, line_d
     on_cast = ((secx - E_x) * ddx + (secy - E_y) * ddy) >= 0
     on_seg = (((secx - q1x) * (q2x - q1x) + (secy - q1y) * (q2y - q1y)) >= 0) & \
              (((secx - q2x) * (q1x - q2x) + (secy - q2y) * (q1y - q2y)) >= 0)
-    side = (line_dist >= rr)[:, :, None] & (det != 0) & on_cast & on_seg
+    side = (line_dist >= rr) & (det != 0) & on_cast & on_seg
     side_d = np.sqrt((secx - E_x) ** 2 + (secy - E_y) ** 2)
     # end caps
-    h1, d1 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x1[:, :, None], y1[:, :, None], R)
-    h2, d2 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x2[:, :, None], y2[:, :, None], R)
+    h1, d1 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x1, y1, rr)
+    h2, d2 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x2, y2, rr)
     first = h1 & (~h2 | (d1 < d2))
-    cap_hit = h1 | h2
     cap_d = np.where(first, d1, d2)
-    return np.where(side, side_d, np.where(cap_hit, cap_d, r1))
+    return np.where(side, side_d, np.where(h1 | h2, cap_d, r1))
 
 
 def _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, px, py, R):

@@ -42,6 +42,10 @@ class OrcaParams:
     perturbation: float = 0.01         # u/s, seeded random perturbation of the preferred velocity
     right_bias: float = 0.0            # rad, largest rotation of v_pref to the right when the way ahead is taken
     bias_range: float = 120.0          # u, gap ahead within which the right bias acts
+    priority_share: float = 0.0        # extra share (0..0.5) the lower-priority cube of a pair takes on
+    keep_right: bool = True            # commit to passing on the right a neighbour in the way of v_pref
+    keep_right_width: float = 1.5      # "in the way": v_pref_A - v_pref_B passes within this many R of B
+    head_on_cos: float = 0.5           # head-on: cos of the angle between the preferred directions below -this
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
 
 
@@ -51,9 +55,11 @@ class OrcaPlanner:
     def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
         self.params = params or OrcaParams(**overrides)
         self._rng = np.random.default_rng(0)
+        self._priority = np.zeros(0, np.int64)
 
     def reset(self, n: int, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
+        self._priority = self._rng.permutation(n)
 
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
@@ -69,10 +75,17 @@ class OrcaPlanner:
             angle = self._rng.uniform(0.0, 2.0 * np.pi, n)
             v_pref = v_pref + p.perturbation * self._rng.uniform(0.0, 1.0, n)[:, None] * np.column_stack(
                 [np.cos(angle), np.sin(angle)])
-        normal, point, valid, hard, touching = self._constraints(state, radius, nbr, dt)
+        normal, point, valid, hard, touching = self._constraints(state, radius, nbr, dt, v_pref)
         velocity = solve_velocity(normal, point, valid, hard, vmax, v_pref)
         velocity[~state.active] = 0.0
         return waypoint_output(state, velocity, touching, p.waypoint_horizon)
+
+    def _in_way(self, rel_pref, rel_pos, combined):
+        """Does the relative preferred velocity head for the other disc (within keep_right_width R)?"""
+        ahead = np.einsum('nkd,nkd->nk', rel_pref, rel_pos)
+        miss = np.abs(rel_pref[..., 0] * rel_pos[..., 1] - rel_pref[..., 1] * rel_pos[..., 0])
+        speed = np.hypot(rel_pref[..., 0], rel_pref[..., 1])
+        return (ahead > 0.0) & (miss < self.params.keep_right_width * combined * speed)
 
     def _keep_right(self, pos, v_pref, radius, nbr) -> np.ndarray:
         """Rotate v_pref to the right in proportion to the closest neighbour in the cone ahead."""
@@ -90,7 +103,7 @@ class OrcaPlanner:
         # mat frame has y down: turning right is the positive (clockwise) rotation
         return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
 
-    def _constraints(self, state: SwarmState, radius, nbr, dt):
+    def _constraints(self, state: SwarmState, radius, nbr, dt, v_pref):
         """Half-planes (normal, point) per agent: obstacles first (hard), then neighbours."""
         p = self.params
         pos, vel = state.pos, state.vel
@@ -100,9 +113,23 @@ class OrcaPlanner:
         rel_pos = pos[j] - pos[:, None, :]
         rel_vel = vel[:, None, :] - vel[j]
         combined = radius[:, None] + radius[j]
-        u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt)
+        in_way = None
+        if p.keep_right:
+            # only head-on encounters: preferred directions more than ~120 deg apart and the relative preferred
+            # velocity heading for the other disc (a parked cube has no preferred direction: never commits)
+            pa, pb = v_pref[:, None, :], v_pref[j]
+            opposed = np.einsum('nkd,nkd->nk', pa, pb) < -p.head_on_cos * (
+                np.hypot(pa[..., 0], pa[..., 1]) * np.hypot(pb[..., 0], pb[..., 1]))
+            in_way = opposed & self._in_way(pa - pb, rel_pos, combined)
+        u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt, in_way)
         # a cube that does not move (inactive) takes no share: the mover takes all of it
-        share = np.where(state.active[j], p.responsibility, 1.0)
+        share = np.full(j.shape, p.responsibility)
+        if p.priority_share > 0.0:
+            if len(self._priority) != n:
+                self._priority = np.random.default_rng(0).permutation(n)
+            prio = self._priority
+            share = share + p.priority_share * np.sign(prio[j] - prio[:, None])
+        share = np.where(state.active[j], share, 1.0)
         agent_point = vel[:, None, :] + share[..., None] * u
         touching = (valid_nbr & (np.hypot(rel_pos[..., 0], rel_pos[..., 1]) < combined - 2 * p.radius_margin)).any(1)
         normals, points, valids = [nrm], [agent_point], [valid_nbr]
@@ -139,9 +166,12 @@ class OrcaPlanner:
         return normal[:, used], point[:, used], valid[:, used], hard[:, used], touching
 
 
-def _vo_correction(rel_pos, rel_vel, combined, horizon, dt):
+def _vo_correction(rel_pos, rel_vel, combined, horizon, dt, keep_right=None):
     """For relative position x = p_B - p_A, relative velocity w0 = v_A - v_B and combined radius R: the vector u
-    from w0 to the nearest point of the boundary of VO^tau and the outward normal n there (arrays (..., 2))."""
+    from w0 to the nearest point of the boundary of VO^tau and the outward normal n there (arrays (..., 2)).
+
+    Where ``keep_right`` is set (B is in A's way) and the pair does not overlap, the boundary used is the leg on
+    A's right (clockwise on the mat) even if the cut-off disc is nearer: A commits to passing B on its right."""
     x, w0, big_r = rel_pos, rel_vel, combined
     dist2 = np.einsum('...d,...d->...', x, x)
     r2 = big_r * big_r
@@ -159,7 +189,12 @@ def _vo_correction(rel_pos, rel_vel, combined, horizon, dt):
     # otherwise a leg: the tangent from the origin on the side of w (ties go to the clockwise-in-math leg)
     leg = np.sqrt(np.maximum(dist2 - r2, 0.0))
     cross = x[..., 0] * w[..., 1] - x[..., 1] * w[..., 0]
-    side = np.where(cross > 0.0, 1.0, -1.0)
+    # ties (exactly head-on) and agents committed to keep right take the +theta leg: clockwise on the mat (y down)
+    side = np.where(cross < 0.0, -1.0, 1.0)
+    if keep_right is not None:
+        forced = keep_right & on_cap & ~overlapping     # only where plain ORCA would just brake (cut-off disc)
+        side = np.where(forced, 1.0, side)
+        on_cap = on_cap & ~forced
     dx = (x[..., 0] * leg - side * x[..., 1] * big_r) / np.maximum(dist2, _EPS)
     dy = (side * x[..., 0] * big_r + x[..., 1] * leg) / np.maximum(dist2, _EPS)
     direction = np.stack([dx, dy], axis=-1)
