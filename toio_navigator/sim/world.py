@@ -304,12 +304,18 @@ class World:
         # forward = (c, s); the cube's left on a y-down mat = (s, -c)
         return self.x - p.sensor_back * c + p.sensor_left * s, self.y - p.sensor_back * s - p.sensor_left * c
 
+    def sensor_on_mat(self) -> np.ndarray:
+        """Which cubes' ID sensors see the coded area (not lifted, on their wheels, sensor over the mat)."""
+        m = self.mat
+        sx, sy = self.sensor_points()
+        return ((sx >= m.x_min) & (sx <= m.x_max) & (sy >= m.y_min) & (sy <= m.y_max)
+                & ~self.lifted & (self.posture == 1))
+
     def read_position_ids(self) -> PositionReadings:
         """Quantised Position ID of every cube as the firmware would report it (noise drawn only if enabled)."""
-        p, m = self.params, self.mat
+        p = self.params
         sx, sy = self.sensor_points()
-        on_mat = ((sx >= m.x_min) & (sx <= m.x_max) & (sy >= m.y_min) & (sy <= m.y_max)
-                  & ~self.lifted & (self.posture == 1))
+        on_mat = self.sensor_on_mat()
         x, y, deg = self.x.copy(), self.y.copy(), np.degrees(self.theta)
         if p.position_noise > 0:
             noise = self.rng.normal(0.0, p.position_noise, size=(2, self.n))

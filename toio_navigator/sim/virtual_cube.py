@@ -1,0 +1,726 @@
+"""Firmware of the simulated cubes: the real GATT characteristics in, the real notifications out.
+
+:class:`VirtualCubes` runs the firmware of every cube of a :class:`~toio_navigator.sim.world.World` (it attaches
+itself to the world's step). Each :class:`VirtualCube` is one cube's GATT face: ``connect``, ``write``,
+``read``, ``subscribe`` with exactly the bytes of the protocol fact sheet. Behaviour modelled:
+
+* writes are parsed with the shared codec; malformed, out-of-range or too-new (for the simulated protocol
+  version) writes are dropped silently, as a real cube does;
+* motor writes closer than ``min_command_interval`` to the last accepted one are ignored, accepted ones take
+  effect ``command_delay`` later (durations count from then); 0x02 stops after its duration;
+* 0x03/0x04 run an on-board controller to the target(s) and answer with exactly one 0x83/0x84 (reached within
+  15 units / 4 deg, timeout, ID missed, invalid parameters, replaced by a later motor command, not supported,
+  append rejected); 0x05 drives a unicycle command with acceleration and priority;
+* ID notifications follow config 0x18 (minimum interval; always / on change >= 2 units or 3 deg / balanced:
+  pause after 300 ms without change) and 0x19 (missed only after the ID was lost that long);
+* motion (on change, collision momentary), button (on change), battery (every 5 s, 10 % steps), wheel speed
+  (after 0x1C, every 100 ms on change, magnitudes), posture angle (after 0x1D), config responses;
+* every setting returns to its default on disconnect, and a disconnected cube stops.
+
+Position-ID bookkeeping is vectorised over cubes; only cubes that actually send something cost Python time.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from toio_navigator.cube import protocol as pr
+from toio_navigator.cube.protocol import Characteristic as C
+from toio_navigator.sim.world import World
+
+Deliver = Callable[[bytes], None]
+
+# protocol version that introduced each command (anything newer than the simulated version is ignored)
+_MOTOR_SINCE = {0x01: (2, 0, 0), 0x02: (2, 0, 0), 0x03: (2, 1, 0), 0x04: (2, 1, 0), 0x05: (2, 1, 0)}
+_CONFIG_SINCE = {0x01: (2, 0, 0), 0x05: (2, 0, 0), 0x06: (2, 0, 0), 0x17: (2, 1, 0), 0x18: (2, 2, 0),
+                 0x19: (2, 2, 0), 0x1B: (2, 2, 0), 0x1C: (2, 2, 0), 0x1D: (2, 3, 0), 0x1E: (2, 3, 0),
+                 0x30: (2, 4, 0), 0x31: (2, 4, 0), 0x32: (2, 4, 0), 0x33: (2, 5, 0), 0x34: (2, 5, 0),
+                 0x0F: (2, 5, 0)}
+_CONFIG_RESPONSE_OF = {v: k for k, v in pr.CONFIG_RESPONSES.items()}
+_NAME_LETTERS = 'abcdefhijkmnprtABCDEFGHJKLMNPQRT'   # the spec's letters minus the excluded ones
+
+
+@dataclass(frozen=True)
+class FirmwareParams:
+    """Firmware constants (protocol fact sheet defaults)."""
+    version: str = '2.4.0'
+    default_id_interval_10ms: int = 1
+    default_id_condition: int = pr.ID_BALANCED
+    default_missed_10ms: int = 7
+    balanced_pause_s: float = 0.3
+    speed_period_s: float = 0.1
+    battery_period_s: float = 5.0
+    actual_interval_1250us: int = 12           # what 0x32 answers (15 ms)
+    arrival_distance: float = 15.0             # 0x03/0x04: |dx| and |dy| within this ...
+    arrival_angle_deg: float = 4.0             # ... and the angle within this
+    default_target_timeout_s: float = 10.0     # timeout byte 0
+    min_target_speed: int = 10                 # max speed below this -> result 0x06
+    steering_gain: float = 4.0                 # on-board controller: rad/s of turn per rad of heading error
+
+    def __post_init__(self) -> None:
+        pr.parse_version(self.version)
+
+
+def cube_name(index: int) -> str:
+    """A deterministic 'toio-XXX' name (letter, digit, letter) for simulated cube ``index``."""
+    n = len(_NAME_LETTERS)
+    return f'toio-{_NAME_LETTERS[index % n]}{(index // n) % 10}{_NAME_LETTERS[(index // (10 * n)) % n]}'
+
+
+def _wrap_deg(d: float) -> float:
+    return (d + 180.0) % 360.0 - 180.0
+
+
+@dataclass
+class _Goal:
+    x: float
+    y: float
+    angle: float | None       # degrees, None = no final rotation
+    direction: int            # 0 shortest, +1 clockwise, -1 counter-clockwise
+
+
+@dataclass
+class _TargetMove:
+    """A running 0x03 / 0x04 (on-board controller)."""
+    command: pr.MotorTarget | pr.MotorMultiTarget
+    goals: list[_Goal]
+    deadline: float
+    start_distance: float
+    rotating: bool = False
+    queued: pr.MotorMultiTarget | None = None
+
+    @property
+    def multi(self) -> bool:
+        return isinstance(self.command, pr.MotorMultiTarget)
+
+
+@dataclass
+class _AccelMove:
+    """A running 0x05: translational speed ramps toward its target, rotation is fixed."""
+    target_speed: float       # signed motor units
+    speed: float
+    step_per_s: float         # 0 = jump
+    rotation_u: float         # signed "rotate" motor units (left minus right)
+    rotation_priority: bool
+    end: float
+
+
+@dataclass
+class _Settings:
+    """What the cube forgets on disconnect."""
+    motion_threshold: tuple[int, int, int] = (45, 7, 5)   # horizontal deg, collision level, double tap
+    magnet: tuple[int, int, int] = (0, 0, 0)
+    posture: tuple[int, int, int] = (1, 0, 0)             # kind, interval x10 ms (0 = off), condition
+    serialized: tuple[int, int] = (0, 0)
+    requested_interval: tuple[int, int] = (8, 80)
+    last_config: bytes = b''
+    last_motor: bytes = b''
+    posture_sent_at: float = -math.inf
+    last_posture: bytes = b''
+
+
+class VirtualCube:
+    """The GATT face of one simulated cube."""
+
+    def __init__(self, firmware: 'VirtualCubes', index: int, name: str) -> None:
+        self.firmware, self.index, self.name = firmware, index, name
+        self.address = f'5E:00:00:00:{index // 256:02X}:{index % 256:02X}'
+        self.connected = False
+        self.powered = True
+        self.refuse_connections = 0        # tests: fail this many connection attempts
+        self.light: tuple[int, int, int] = (0, 0, 0)
+        self.last_sound: pr.Command | None = None
+        self.dropped_writes = 0            # malformed, too new, or rate-limited writes that were ignored
+        self._subscriptions: dict[C, Deliver] = {}
+        self._on_link_lost: Callable[[], None] | None = None
+        self.settings = _Settings()
+
+    # ------------------------------------------------------------------------- link
+    def connect(self, on_link_lost: Callable[[], None] | None = None) -> None:
+        """Accept a central. ConnectionRefusedError if powered off, already connected, or told to refuse."""
+        if not self.powered:
+            raise ConnectionRefusedError(f'{self.name} is powered off')
+        if self.connected:
+            raise ConnectionRefusedError(f'{self.name} is connected to another central and does not advertise')
+        if self.refuse_connections > 0:
+            self.refuse_connections -= 1
+            raise ConnectionRefusedError(f'{self.name} did not answer')
+        self.connected = True
+        self._on_link_lost = on_link_lost
+        self.firmware._on_connect(self.index)
+
+    def disconnect(self) -> None:
+        """The central hangs up: settings reset, motors stop, subscriptions end."""
+        if not self.connected:
+            return
+        self.connected = False
+        self._subscriptions.clear()
+        self._on_link_lost = None
+        self.settings = _Settings()
+        self.firmware._on_disconnect(self.index)
+
+    def drop_link(self) -> None:
+        """Simulate a lost radio link (out of range, interference): like disconnect, and the central is told."""
+        callback = self._on_link_lost
+        self.disconnect()
+        if callback is not None:
+            callback()
+
+    def power_off(self) -> None:
+        self.powered = False
+        self.drop_link()
+        self.firmware.world.driving_enabled[self.index] = False
+
+    # ------------------------------------------------------------------------- GATT
+    def subscribe(self, char: pr.CharLike, deliver: Deliver) -> None:
+        self._require_connected()
+        self._subscriptions[pr.characteristic(char)] = deliver
+
+    def unsubscribe(self, char: pr.CharLike) -> None:
+        self._subscriptions.pop(pr.characteristic(char), None)
+
+    def write(self, char: pr.CharLike, data: bytes) -> None:
+        """A write from the central. Invalid bytes are dropped without an answer, like on a real cube."""
+        self._require_connected()
+        self.firmware._handle_write(self.index, pr.characteristic(char), bytes(data))
+
+    def read(self, char: pr.CharLike) -> bytes:
+        self._require_connected()
+        return self.firmware._read(self.index, pr.characteristic(char))
+
+    def notify(self, char: C, data: bytes) -> None:
+        if self.connected:
+            deliver = self._subscriptions.get(char)
+            if deliver is not None:
+                deliver(data)
+
+    def _require_connected(self) -> None:
+        if not self.connected:
+            raise ConnectionError(f'{self.name} is not connected')
+
+
+class VirtualCubes:
+    """The firmware of every cube of a world (vectorised where it runs every step)."""
+
+    def __init__(self, world: World, params: FirmwareParams | None = None, names: list[str] | None = None) -> None:
+        self.world = world
+        self.params = params or FirmwareParams()
+        self.version = pr.parse_version(self.params.version)
+        n = world.n
+        if names is not None and len(names) != n:
+            raise ValueError(f'{len(names)} names for {n} cubes')
+        self.cubes = [VirtualCube(self, i, names[i] if names else cube_name(i)) for i in range(n)]
+        world.driving_enabled[:] = False          # a cube nobody is connected to does not drive
+        self._pending: list[tuple[float, int, int, pr.Command]] = []
+        self._seq = itertools.count()
+        self._last_motor_accept = np.full(n, -math.inf)
+        self._targets: dict[int, _TargetMove] = {}
+        self._accels: dict[int, _AccelMove] = {}
+        self._power_off_at: dict[int, float] = {}
+        # ID notification state
+        self.id_interval = np.zeros(n)
+        self.id_condition = np.zeros(n, dtype=np.int64)
+        self.missed_delay = np.zeros(n)
+        self._id_sent_at = np.full(n, -math.inf)
+        self._id_sent = np.zeros((n, 3), dtype=np.int64)
+        self._id_on_mat_sent = np.zeros(n, dtype=bool)   # the last ID message was a position (not "missed")
+        self._missed_sent = np.zeros(n, dtype=bool)
+        self._off_mat_since = np.full(n, math.nan)
+        self._prev_reading = np.full((n, 3), -1, dtype=np.int64)
+        self._changed_at = np.full(n, -math.inf)
+        self._last_id_message = [b'\x03'] * n
+        # other notifications
+        self.speed_notify = np.zeros(n, dtype=bool)
+        self._speed_sent = np.full((n, 2), -1, dtype=np.int64)
+        self._next_speed_check = 0.0
+        self._battery_due = np.full(n, math.inf)
+        self._button_sent = np.zeros(n, dtype=bool)
+        self._motion_sent = np.zeros((n, 2), dtype=np.int64)   # horizontal, posture
+        self._collision_reported = np.zeros(n, dtype=bool)
+        self._posture_cubes: set[int] = set()
+        self._heading_at_power_on = world.theta.copy()
+        for i in range(n):
+            self._reset_settings(i)
+        world.attach(self)
+
+    def __getitem__(self, index: int) -> VirtualCube:
+        return self.cubes[index]
+
+    def __len__(self) -> int:
+        return len(self.cubes)
+
+    def by_name(self, name_or_id: str) -> VirtualCube:
+        """The cube whose name contains ``name_or_id`` (as a scanner matches the 3-character id)."""
+        for cube in self.cubes:
+            if name_or_id and name_or_id in cube.name:
+                return cube
+        raise KeyError(f'no simulated cube named like {name_or_id!r}')
+
+    # ------------------------------------------------------------------------- connection bookkeeping
+    def _reset_settings(self, i: int) -> None:
+        p = self.params
+        self.id_interval[i] = p.default_id_interval_10ms * 0.01
+        self.id_condition[i] = p.default_id_condition
+        self.missed_delay[i] = p.default_missed_10ms * 0.01
+        self.speed_notify[i] = False
+        self.world.collision_level[i] = 7
+        self._posture_cubes.discard(i)
+
+    def _on_connect(self, i: int) -> None:
+        w = self.world
+        w.driving_enabled[i] = True
+        self._id_sent_at[i] = -math.inf
+        self._id_on_mat_sent[i] = False
+        self._missed_sent[i] = False
+        self._changed_at[i] = w.time
+        self._battery_due[i] = w.time + self.params.battery_period_s
+        self._button_sent[i] = w.button[i]
+        self._motion_sent[i] = (1 if w.posture[i] == 1 else 0, w.posture[i])
+        self._speed_sent[i] = -1
+
+    def _on_disconnect(self, i: int) -> None:
+        self._reset_settings(i)
+        self.world.stop(i)
+        self.world.driving_enabled[i] = False
+        self._targets.pop(i, None)
+        self._accels.pop(i, None)
+        self._pending = [entry for entry in self._pending if entry[2] != i]
+        heapq.heapify(self._pending)
+        self._battery_due[i] = math.inf
+
+    # ------------------------------------------------------------------------- writes
+    def _handle_write(self, i: int, char: C, data: bytes) -> None:
+        cube = self.cubes[i]
+        try:
+            command = pr.decode_command(char, data)
+        except pr.ProtocolError:
+            cube.dropped_writes += 1
+            return
+        if char is C.MOTOR_CONTROL:
+            self._accept_motor(i, command, data[0])
+        elif char is C.CONFIGURATION:
+            self._handle_config(i, command)  # type: ignore[arg-type]
+        elif char is C.SENSOR_INFORMATION:
+            self._handle_sensor_request(i, command)  # type: ignore[arg-type]
+        elif char is C.LIGHT_CONTROL:
+            if isinstance(command, pr.LightSmoothBlink) and self.version < (2, 5, 0):
+                cube.dropped_writes += 1
+            elif isinstance(command, pr.LightOn):
+                cube.light = (command.r, command.g, command.b)
+            elif isinstance(command, (pr.LightsOff, pr.LightOff)):
+                cube.light = (0, 0, 0)
+            elif isinstance(command, pr.LightSequence):
+                cube.light = command.steps[0][1:]
+        elif char is C.SOUND_CONTROL:
+            cube.last_sound = command
+
+    def _accept_motor(self, i: int, command: pr.Command, type_byte: int) -> None:
+        w, cube = self.world, self.cubes[i]
+        if self.version < _MOTOR_SINCE[type_byte] or w.time - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9:
+            cube.dropped_writes += 1
+            return
+        self._last_motor_accept[i] = w.time
+        heapq.heappush(self._pending, (w.time + w.params.command_delay, next(self._seq), i, command))
+
+    def _handle_sensor_request(self, i: int, request: pr.SensorRequest) -> None:
+        since = (2, 3, 0) if request.kind == 0x83 else (2, 2, 0)
+        if request.kind == 0x83 and request.posture_kind != 1:
+            since = (2, 4, 0)
+        if self.version < since:
+            self.cubes[i].dropped_writes += 1
+            return
+        if request.kind == 0x81:
+            self.cubes[i].notify(C.SENSOR_INFORMATION, self._motion_bytes(i, collision=False))
+        elif request.kind == 0x82:
+            self.cubes[i].notify(C.SENSOR_INFORMATION, self._magnet_bytes())
+        else:
+            self.cubes[i].notify(C.SENSOR_INFORMATION, self._posture_bytes(i, request.posture_kind))
+
+    def _handle_config(self, i: int, command: pr.ConfigWrite) -> None:
+        cube, s, v = self.cubes[i], self.cubes[i].settings, command.values
+        kind = command.command
+        if self.version < _CONFIG_SINCE[kind] or (kind == 0x1B and len(v) == 3 and self.version < (2, 3, 0)) \
+                or (kind == 0x1D and v[0] != 1 and self.version < (2, 4, 0)):
+            cube.dropped_writes += 1
+            return
+        result = 0
+        if kind == 0x01:
+            self._config_reply(i, pr.encode_notification(pr.ProtocolVersion(self.params.version)))
+            return
+        if kind == 0x05:
+            s.motion_threshold = (v[0],) + s.motion_threshold[1:]
+        elif kind == 0x06:
+            s.motion_threshold = (s.motion_threshold[0], v[0], s.motion_threshold[2])
+            self.world.collision_level[i] = v[0]
+        elif kind == 0x17:
+            s.motion_threshold = s.motion_threshold[:2] + (v[0],)
+        elif kind == 0x18:
+            self.id_interval[i] = v[0] * 0.01
+            self.id_condition[i] = v[1]
+        elif kind == 0x19:
+            self.missed_delay[i] = v[0] * 0.01
+        elif kind == 0x1B:
+            s.magnet = tuple(v) + (0,) * (3 - len(v))  # type: ignore[assignment]
+        elif kind == 0x1C:
+            self.speed_notify[i] = v[0] == 1
+            self._speed_sent[i] = -1
+        elif kind == 0x1D:
+            s.posture = tuple(v)  # type: ignore[assignment]
+            (self._posture_cubes.add if v[1] > 0 else self._posture_cubes.discard)(i)
+        elif kind == 0x1E:
+            s.serialized = tuple(v)  # type: ignore[assignment]  (accepted; 0xF0 is not generated)
+        elif kind == 0x30:
+            s.requested_interval = tuple(v)  # type: ignore[assignment]
+        elif kind == 0x31:
+            self._config_reply(i, pr.encode_notification(pr.RequestedConnectionInterval(*s.requested_interval)))
+            return
+        elif kind == 0x32:
+            self._config_reply(i, pr.encode_notification(
+                pr.CurrentConnectionInterval(self.params.actual_interval_1250us)))
+            return
+        elif kind in (0x33, 0x0F):
+            result = 0 if self.world.button[i] else 1   # savable settings need the button held
+        elif kind == 0x34:
+            self._power_off_at[i] = self.world.time + v[0]
+        if kind in _CONFIG_RESPONSE_OF:
+            self._config_reply(i, pr.encode_notification(pr.ConfigResponse(_CONFIG_RESPONSE_OF[kind], result)))
+
+    def _config_reply(self, i: int, data: bytes) -> None:
+        self.cubes[i].settings.last_config = data
+        self.cubes[i].notify(C.CONFIGURATION, data)
+
+    # ------------------------------------------------------------------------- reads
+    def _read(self, i: int, char: C) -> bytes:
+        if char is C.ID_INFORMATION:
+            return self._last_id_message[i]
+        if char is C.MOTOR_CONTROL:
+            return self.cubes[i].settings.last_motor or pr.encode_notification(
+                pr.MotorSpeed(*map(int, self.world.reported_wheel_speeds()[i])))
+        if char is C.SENSOR_INFORMATION:
+            return self._motion_bytes(i, collision=False)
+        if char is C.BUTTON_INFORMATION:
+            return pr.encode_notification(pr.ButtonState(bool(self.world.button[i])))
+        if char is C.BATTERY_INFORMATION:
+            return pr.encode_notification(pr.BatteryLevel(self._battery_percent(i)))
+        if char is C.CONFIGURATION:
+            return self.cubes[i].settings.last_config or pr.encode_notification(pr.ProtocolVersion(self.params.version))
+        raise ConnectionError(f'{char.name} cannot be read')
+
+    # ------------------------------------------------------------------------- the step
+    def before_step(self, world: World) -> None:
+        t = world.time
+        while self._pending and self._pending[0][0] <= t + 1e-9:
+            _due, _seq, i, command = heapq.heappop(self._pending)
+            self._apply_motor(i, command)
+        for i in list(self._targets):
+            self._drive_target(i)
+        for i in list(self._accels):
+            self._drive_accel(i)
+        for i, when in list(self._power_off_at.items()):
+            if t >= when:
+                del self._power_off_at[i]
+                self.cubes[i].power_off()
+
+    def after_step(self, world: World) -> None:
+        connected = np.fromiter((c.connected for c in self.cubes), dtype=bool, count=world.n)
+        if not connected.any():
+            return
+        self._id_notifications(world, connected)
+        self._motion_notifications(world, connected)
+        if world.time + 1e-9 >= self._next_speed_check:
+            self._next_speed_check = world.time + self.params.speed_period_s
+            self._speed_notifications(world, connected)
+        for i in np.nonzero(connected & (world.time + 1e-9 >= self._battery_due))[0]:
+            self._battery_due[i] = world.time + self.params.battery_period_s
+            self.cubes[i].notify(C.BATTERY_INFORMATION, bytes((self._battery_percent(i),)))
+        for i in list(self._posture_cubes):
+            self._posture_notification(i)
+
+    # ------------------------------------------------------------------------- ID notifications
+    def _id_notifications(self, world: World, connected: np.ndarray) -> None:
+        t = world.time
+        r = world.read_position_ids()
+        reading = np.stack([r.x, r.y, r.angle], axis=1)
+        changed = np.any(reading != self._prev_reading, axis=1)
+        self._changed_at[changed] = t
+        self._prev_reading = reading
+        on = r.on_mat & connected
+        interval_ok = t - self._id_sent_at >= self.id_interval - 1e-9
+        fresh = ~self._id_on_mat_sent               # first reading after connect or after "missed"
+        delta = np.abs(reading - self._id_sent)
+        angle_delta = np.minimum(delta[:, 2], 360 - delta[:, 2])
+        big_change = (delta[:, 0] >= 2) | (delta[:, 1] >= 2) | (angle_delta >= 3)
+        recent_change = t - self._changed_at < self.params.balanced_pause_s - 1e-9
+        condition = self.id_condition
+        wanted = np.where(condition == pr.ID_ALWAYS, True,
+                          np.where(condition == pr.ID_ON_CHANGE, big_change, recent_change))
+        send = on & interval_ok & (wanted | fresh)
+        self._off_mat_since[r.on_mat] = math.nan
+        newly_off = connected & ~r.on_mat & np.isnan(self._off_mat_since)
+        self._off_mat_since[newly_off] = t
+        missed = connected & ~r.on_mat & self._id_on_mat_sent & (t - self._off_mat_since >= self.missed_delay - 1e-9)
+        fmt, kind = pr.PositionId.FORMAT, pr.PositionId.TYPE
+        for i in np.nonzero(send)[0]:
+            x, y, a = (int(v) for v in reading[i])
+            data = struct.pack(fmt, kind, x, y, a, int(r.sensor_x[i]), int(r.sensor_y[i]), a)
+            self._last_id_message[i] = data
+            self.cubes[i].notify(C.ID_INFORMATION, data)
+        self._id_sent[send] = reading[send]
+        self._id_sent_at[send] = t
+        self._id_on_mat_sent[send] = True
+        for i in np.nonzero(missed)[0]:
+            self._last_id_message[i] = b'\x03'
+            self.cubes[i].notify(C.ID_INFORMATION, b'\x03')
+        self._id_on_mat_sent[missed] = False
+
+    # ------------------------------------------------------------------------- other notifications
+    def _motion_bytes(self, i: int, collision: bool) -> bytes:
+        posture = int(self.world.posture[i])
+        message = pr.MotionSensor(posture == 1, collision)
+        if self.version >= (2, 1, 0):
+            message = pr.MotionSensor(posture == 1, collision, False, posture,
+                                      0 if self.version >= (2, 2, 0) else None)
+        return pr.encode_notification(message)
+
+    def _motion_notifications(self, world: World, connected: np.ndarray) -> None:
+        state = np.stack([(world.posture == 1).astype(np.int64), world.posture.astype(np.int64)], axis=1)
+        changed = connected & np.any(state != self._motion_sent, axis=1)
+        collided = connected & world.collided
+        # collision is momentary: true in the detecting notification, false in the next one
+        ended = connected & self._collision_reported & ~world.collided
+        for i in np.nonzero(changed | collided | ended)[0]:
+            self.cubes[i].notify(C.SENSOR_INFORMATION, self._motion_bytes(i, bool(collided[i])))
+        self._motion_sent[connected] = state[connected]
+        self._collision_reported = collided
+        buttons = connected & (world.button != self._button_sent)
+        for i in np.nonzero(buttons)[0]:
+            self.cubes[i].notify(C.BUTTON_INFORMATION, b'\x01\x80' if world.button[i] else b'\x01\x00')
+        self._button_sent[buttons] = world.button[buttons]
+
+    def _speed_notifications(self, world: World, connected: np.ndarray) -> None:
+        active = connected & self.speed_notify
+        if not active.any():
+            return
+        speeds = world.reported_wheel_speeds()
+        changed = active & np.any(speeds != self._speed_sent, axis=1)
+        for i in np.nonzero(changed)[0]:
+            data = bytes((0xE0, int(speeds[i, 0]), int(speeds[i, 1])))
+            self.cubes[i].settings.last_motor = data
+            self.cubes[i].notify(C.MOTOR_CONTROL, data)
+        self._speed_sent[changed] = speeds[changed]
+
+    def _battery_percent(self, i: int) -> int:
+        return int(self.world.battery[i] // 10 * 10)
+
+    def _magnet_bytes(self) -> bytes:
+        # no magnets on simulated mats: state 0, zero strength and direction
+        if self.version >= (2, 3, 0):
+            return pr.encode_notification(pr.MagneticSensor(0, 0, 0, 0, 0))
+        return pr.encode_notification(pr.MagneticSensor(0))
+
+    def _posture_bytes(self, i: int, kind: int) -> bytes:
+        # the IMU yaw is relative to the heading at power-on, clockwise positive (body z points down)
+        yaw = _wrap_deg(math.degrees(self.world.theta[i] - self._heading_at_power_on[i]))
+        if yaw == -180.0:
+            yaw = 180.0
+        if kind == 1:
+            return pr.encode_notification(pr.PostureEuler(0, 0, int(round(yaw))))
+        if kind == 2:
+            half = math.radians(yaw) / 2
+            return pr.encode_notification(pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)))
+        return pr.encode_notification(pr.PostureEulerFloat(0.0, 0.0, yaw))
+
+    def _posture_notification(self, i: int) -> None:
+        s = self.cubes[i].settings
+        kind, interval, condition = s.posture
+        if self.world.time - s.posture_sent_at < interval * 0.01 - 1e-9:
+            return
+        data = self._posture_bytes(i, kind)
+        if condition == 1 and data == s.last_posture:
+            return
+        s.posture_sent_at, s.last_posture = self.world.time, data
+        self.cubes[i].notify(C.SENSOR_INFORMATION, data)
+
+    # ------------------------------------------------------------------------- motor commands
+    def _motor_reply(self, i: int, multi: bool, control_id: int, result: int) -> None:
+        message = (pr.MultiTargetMoveResult if multi else pr.TargetMoveResult)(control_id, result)
+        data = pr.encode_notification(message)
+        self.cubes[i].settings.last_motor = data
+        self.cubes[i].notify(C.MOTOR_CONTROL, data)
+
+    def _replace_running(self, i: int) -> None:
+        running = self._targets.pop(i, None)
+        if running is not None:
+            self._motor_reply(i, running.multi, running.command.control_id, pr.TargetResult.REPLACED)
+            if running.queued is not None:
+                self._motor_reply(i, True, running.queued.control_id, pr.TargetResult.REPLACED)
+        self._accels.pop(i, None)
+
+    def _apply_motor(self, i: int, command: pr.Command) -> None:
+        w = self.world
+        if isinstance(command, (pr.MotorControl, pr.MotorControlTimed)):
+            self._replace_running(i)
+            duration = command.duration_10ms * 0.01 if isinstance(command, pr.MotorControlTimed) else None
+            w.set_wheels(i, command.left, command.right, duration or None)
+        elif isinstance(command, pr.MotorAcceleration):
+            previous = self._accels.get(i)
+            self._replace_running(i)
+            self._start_accel(i, command, previous)
+        elif isinstance(command, (pr.MotorTarget, pr.MotorMultiTarget)):
+            self._start_target(i, command)
+
+    def _start_target(self, i: int, command: pr.MotorTarget | pr.MotorMultiTarget) -> None:
+        multi = isinstance(command, pr.MotorMultiTarget)
+        targets = command.targets if multi else (command.target,)
+        first = targets[0]
+        if first.x == pr.KEEP_COORDINATE and first.y == pr.KEEP_COORDINATE and first.angle_mode == pr.AngleMode.KEEP_HEADING:
+            self._motor_reply(i, multi, command.control_id, pr.TargetResult.INVALID_PARAMETERS)
+            return
+        if command.max_speed < self.params.min_target_speed:
+            self._motor_reply(i, multi, command.control_id, pr.TargetResult.NOT_SUPPORTED)
+            return
+        running = self._targets.get(i)
+        if multi and command.append and running is not None and running.multi:
+            if running.queued is not None:
+                self._motor_reply(i, True, command.control_id, pr.TargetResult.APPEND_REJECTED)
+            else:
+                running.queued = command
+            return
+        self._replace_running(i)
+        w = self.world
+        if not w.sensor_on_mat()[i]:
+            self._motor_reply(i, multi, command.control_id, pr.TargetResult.ID_MISSED)
+            w.stop(i)
+            return
+        goals = self._resolve_goals(i, targets)
+        timeout = command.timeout_s or self.params.default_target_timeout_s
+        self._targets[i] = _TargetMove(command, goals, w.time + timeout,
+                                       math.hypot(goals[0].x - w.x[i], goals[0].y - w.y[i]))
+
+    def _resolve_goals(self, i: int, targets: tuple[pr.Target, ...]) -> list[_Goal]:
+        w = self.world
+        x, y, heading = float(w.x[i]), float(w.y[i]), math.degrees(w.theta[i]) % 360
+        goals = []
+        for target in targets:
+            x = x if target.x == pr.KEEP_COORDINATE else float(target.x)
+            y = y if target.y == pr.KEEP_COORDINATE else float(target.y)
+            mode, a = target.angle_mode, float(target.angle)
+            angle: float | None
+            direction = {1: 1, 2: -1, 3: 1, 4: -1}.get(mode, 0)
+            if mode in (0, 1, 2):
+                angle = a % 360
+            elif mode == 3:
+                angle = (heading + a) % 360
+            elif mode == 4:
+                angle = (heading - a) % 360
+            elif mode == 6:
+                angle = heading
+            else:
+                angle = None
+            if angle is not None:
+                heading = angle
+            goals.append(_Goal(x, y, angle, direction))
+        return goals
+
+    def _finish_target(self, i: int, move: _TargetMove, result: int) -> None:
+        self.world.stop(i)
+        del self._targets[i]
+        self._motor_reply(i, move.multi, move.command.control_id, result)
+        if move.queued is not None:
+            if result == pr.TargetResult.REACHED:
+                self._start_target(i, move.queued)
+            else:   # a failed move aborts what was appended to it
+                self._motor_reply(i, True, move.queued.control_id, result)
+
+    def _drive_target(self, i: int) -> None:
+        w, p, move = self.world, self.params, self._targets[i]
+        if not w.sensor_on_mat()[i]:
+            self._finish_target(i, move, pr.TargetResult.ID_MISSED)
+            return
+        if w.time >= move.deadline - 1e-9:
+            self._finish_target(i, move, pr.TargetResult.TIMEOUT)
+            return
+        goal = move.goals[0]
+        command = move.command
+        limit = min(command.max_speed, w.params.max_motor)
+        heading = float(w.theta[i])
+        dx, dy = goal.x - w.x[i], goal.y - w.y[i]
+        if not move.rotating and abs(dx) <= p.arrival_distance and abs(dy) <= p.arrival_distance:
+            move.rotating = True
+        if move.rotating:
+            error = 0.0 if goal.angle is None else _wrap_deg(goal.angle - math.degrees(heading))
+            if abs(error) <= p.arrival_angle_deg:
+                move.goals.pop(0)
+                if not move.goals:
+                    self._finish_target(i, move, pr.TargetResult.REACHED)
+                    return
+                move.rotating = False
+                move.deadline = w.time + (command.timeout_s or p.default_target_timeout_s)
+                move.start_distance = math.hypot(move.goals[0].x - w.x[i], move.goals[0].y - w.y[i])
+                w.stop(i)
+                return
+            if goal.direction and abs(error) > 20:   # a forced direction may go the long way round
+                turn = (goal.angle - math.degrees(heading)) % 360
+                error = turn if goal.direction > 0 else turn - 360
+            rotate = math.copysign(min(max(0.5 * abs(error), 2 * w.params.dead_zone), limit), error)
+            w.set_wheels(i, rotate / 2, -rotate / 2)
+            return
+        distance = math.hypot(dx, dy)
+        error = math.atan2(dy, dx) - heading
+        error = (error + math.pi) % (2 * math.pi) - math.pi
+        sign = 1.0
+        if command.movement_type == 0 and abs(error) > math.pi / 2:      # drive backwards instead of turning
+            sign = -1.0
+            error = (error + 2 * math.pi) % (2 * math.pi) - math.pi
+        progress = 1.0 - min(distance / max(move.start_distance, 1e-9), 1.0)
+        floor = p.min_target_speed
+        factor = {0: 1.0, 1: progress, 2: 1.0 - progress, 3: 1.0 - abs(2 * progress - 1)}[command.speed_profile]
+        speed = floor + (limit - floor) * factor if command.speed_profile else float(limit)
+        if command.movement_type == 2 and abs(error) > math.radians(10):
+            speed = 0.0                                                 # turn on the spot first
+        speed *= max(math.cos(error), 0.0)
+        k = w.params.units_per_s_per_motor_unit
+        rotate = p.steering_gain * error * w.params.wheel_track / k
+        if speed == 0.0:
+            rotate = math.copysign(max(abs(rotate), 2 * w.params.dead_zone), rotate)
+        left, right = sign * speed + rotate / 2, sign * speed - rotate / 2
+        scale = max(abs(left), abs(right), limit) / limit
+        w.set_wheels(i, left / scale, right / scale)
+
+    def _start_accel(self, i: int, command: pr.MotorAcceleration, previous: _AccelMove | None) -> None:
+        w = self.world
+        target = -command.speed if command.backward else float(command.speed)
+        rotation_u = math.radians(command.rotation_deg_s) * w.params.wheel_track / w.params.units_per_s_per_motor_unit
+        chained = previous is not None and command.acceleration > 0
+        end = w.time + command.duration_10ms * 0.01 if command.duration_10ms else math.inf
+        self._accels[i] = _AccelMove(target, previous.speed if chained else target,
+                                     command.acceleration * 10.0, rotation_u, command.rotation_priority, end)
+        self._drive_accel(i)
+
+    def _drive_accel(self, i: int) -> None:
+        w, move = self.world, self._accels[i]
+        if w.time >= move.end - 1e-9:
+            del self._accels[i]
+            w.stop(i)
+            return
+        if move.step_per_s:
+            step = move.step_per_s * w.params.dt
+            move.speed += max(-step, min(step, move.target_speed - move.speed))
+        else:
+            move.speed = move.target_speed
+        limit = float(w.params.max_motor)
+        speed, rotate = move.speed, move.rotation_u
+        if abs(speed) + abs(rotate) / 2 > limit:
+            if move.rotation_priority:
+                rotate = math.copysign(min(abs(rotate), 2 * limit), rotate)
+                speed = math.copysign(max(limit - abs(rotate) / 2, 0.0), speed)
+            else:
+                speed = math.copysign(min(abs(speed), limit), speed)
+                rotate = math.copysign(max(2 * (limit - abs(speed)), 0.0), rotate)
+        w.set_wheels(i, speed + rotate / 2, speed - rotate / 2)
