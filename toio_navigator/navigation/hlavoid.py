@@ -111,94 +111,99 @@ def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.n
         idx = np.nonzero(seen)[0]
         pairs = pairs.take(idx)
         e, dpx, dpy, mag = pairs.ego, dpx[idx], dpy[idx], mag[idx]
-    nc_d = np.full((b, s), r1)
+    free_t = np.full((s, b), r1)        # (S, B): minimum over the non-colliding others
     if e.shape[0] == 0:
-        return nc_d, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
-    m_e = egos.avoid_margin[e]
-    margin_sum = m_e + pairs.avoid_margin
-    vmag = np.maximum(egos.spd[e], prm.min_ego_speed)
+        return free_t.T, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
+    margin_sum = egos.avoid_margin[e] + pairs.avoid_margin
+    vmag_ego = np.maximum(egos.spd, prm.min_ego_speed)
+    vmag = vmag_ego[e]
     pos2 = dpx * dpx + dpy * dpy
-    c = pos2 - margin_sum * margin_sum
-    cos_t = np.ascontiguousarray(cos_r.T)
-    sin_t = np.ascontiguousarray(sin_r.T)
-    # blocks of whole egos, so that each ego's minimum is taken inside one block
-    bounds = np.searchsorted(e, np.arange(b + 1))
-    cuts = [0]
-    for stop in np.searchsorted(bounds, np.arange(_PAIR_BLOCK, e.shape[0], _PAIR_BLOCK), side='right'):
-        cuts.append(int(bounds[max(stop - 1, 0)]))
-    cuts.append(e.shape[0])
-    col_rows, col_dists = [], []
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        if hi <= lo:
-            continue
-        sl = slice(lo, hi)
-        dist, now_cols = _ttc_block(e[sl], cos_t, sin_t, vmag[sl], pairs.vx[sl], pairs.vy[sl], dpx[sl], dpy[sl],
-                                    pos2[sl], c[sl], prm, r1)
+    # 2·(Δv·Δp) = Δv·(2Δp) and (4a)·c = a·(4c) exactly (scaling by powers of two), so the reference's roundings
+    # are kept while the per-pair factors are applied once
+    c4 = (pos2 - margin_sum * margin_sum) * 4
+    dpx2, dpy2 = dpx * 2, dpy * 2
+    ux_t = np.ascontiguousarray((cos_r * vmag_ego[:, None]).T)     # (S, B) ego velocity per direction
+    uy_t = np.ascontiguousarray((sin_r * vmag_ego[:, None]).T)
+    free_flat = free_t.ravel()
+    col_pairs, col_idx, col_val = [], [], []
+    n = e.shape[0]
+    for lo in range(0, n, _PAIR_BLOCK):
+        sl = slice(lo, min(n, lo + _PAIR_BLOCK))
         eb = e[sl]
-        if now_cols.size:
-            col_rows.append(now_cols + lo)
-            col_dists.append(dist[:, now_cols].T)
-            dist[:, now_cols] = r1          # colliding pairs do not enter the free-distance scan
-        e0, e1 = int(eb[0]), int(eb[-1]) + 1
-        nc_d[e0:e1] = segment_min(dist, eb - e0, e1 - e0, r1, axis=1).T
-    if not col_rows:
-        return nc_d, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
-    now_pairs = np.concatenate(col_rows)
-    # safety of colliding pairs: away from the other, scaled by the overlap severity (§2.5, B5)
-    ce = e[now_pairs]
-    sev = np.maximum(0.0, (m_e[now_pairs] + pairs.margin[now_pairs]) - mag[now_pairs]) / m_e[now_pairs]
-    away = ang(dpx[now_pairs], dpy[now_pairs])
+        cand, t1, t2 = _ttc_block(eb, ux_t, uy_t, pairs.vx[sl], pairs.vy[sl], dpx2[sl], dpy2[sl], c4[sl], prm)
+        if cand.size == 0:
+            continue
+        nb = eb.shape[0]
+        srow = cand // nb
+        col = cand - srow * nb
+        fut = (t2 > 0) & (t1 > 0)
+        now = (t2 > 0) & ~(t1 > 0)
+        if now.any():
+            hit = np.unique(col[now])                   # pairs overlapping now: kept apart (§2.5)
+            colliding = np.zeros(nb, dtype=bool)
+            colliding[hit] = True
+            in_col = colliding[col]
+            keep = (fut | now) & in_col
+            col_pairs.append(hit + lo)
+            col_idx.append((srow[keep], col[keep] + lo, now[keep]))
+            col_val.append(np.where(now[keep], 0.0, t1[keep] * vmag[col[keep] + lo]))
+            fut &= ~in_col
+        g = col[fut] + lo
+        np.minimum.at(free_flat, srow[fut] * b + e[g], t1[fut] * vmag[g])
+    if not col_pairs:
+        return free_t.T.copy(), np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
+    # colliding pairs: their full distance rows (legacy mode reads them) and their safety
+    hit = np.concatenate(col_pairs)
+    row_of = np.full(n, -1)
+    row_of[hit] = np.arange(hit.shape[0])
+    dist_c = np.full((hit.shape[0], s), r1)
+    for (sr, g, is_now), val in zip(col_idx, col_val):
+        ov = (ux_t[sr, e[g]] * dpx[g] + uy_t[sr, e[g]] * dpy[g]) / vmag[g] / np.sqrt(pos2[g]) \
+            * prm.overlap_dist_scale
+        dist_c[row_of[g], sr] = np.where(is_now, ov, val)
+    ce = e[hit]
+    m_e = egos.avoid_margin[ce]
+    sev = np.maximum(0.0, (m_e + pairs.margin[hit]) - mag[hit]) / m_e
+    away = ang(dpx[hit], dpy[hit])
     safety = np.cos(np.abs(wrap(rads[ce] - away[:, None]))) * (1 + sev)[:, None]
-    c_d = segment_min(np.concatenate(col_dists), ce, b, r1)
+    order = np.argsort(ce, kind='stable')
+    ce, dist_c, safety = ce[order], dist_c[order], safety[order]
+    c_d = segment_min(dist_c, ce, b, r1)
     c_s = segment_min(safety, ce, b, 1.0)
-    return nc_d, c_d, c_s, segment_any(np.ones(ce.shape[0], dtype=bool), ce, b)
+    return free_t.T.copy(), c_d, c_s, segment_any(np.ones(ce.shape[0], dtype=bool), ce, b)
 
 
-def _ttc_block(e, cos_t, sin_t, vmag, ovx, ovy, dpx, dpy, pos2, c, prm: HLAvoidParams, r1: float):
-    """(S, P) distances of one block of pairs and the block columns of pairs overlapping now.
+def _ttc_block(e, ux_t, uy_t, ovx, ovy, dpx2, dpy2, c4, prm: HLAvoidParams):
+    """Contact times of one block of pairs, for the (S, P) entries with a real root (flat indices).
 
-    |Δp + Δv·t|² = m² with Δv = u − v_o, u = vmag·e(φ), in the reference's order of operations. Layout (S, P):
-    the pair axis is the long contiguous one, so per-pair values broadcast cheaply.
+    Solves |Δp + Δv·t|² = m² with Δv = u − v_o (a = |Δv|², b = 2Δv·Δp, c = |Δp|² − m²) in the reference's
+    order of operations. Layout (S, P): the pair axis is long and contiguous so per-pair values broadcast
+    cheaply; buffers are reused in place to keep the passes over memory few.
     """
-    vx = np.take(cos_t, e, axis=1)
-    vx *= vmag
-    vy = np.take(sin_t, e, axis=1)
-    vy *= vmag
-    dvx = vx - ovx
-    dvy = vy - ovy
+    dvx = np.take(ux_t, e, axis=1)
+    dvx -= ovx
+    dvy = np.take(uy_t, e, axis=1)
+    dvy -= ovy
     a = dvx * dvx
-    a += dvy * dvy
+    tmp = dvy * dvy
+    a += tmp
+    dvx *= dpx2
+    dvy *= dpy2
     bq = dvx
-    bq *= dpx
-    dvy *= dpy
-    bq += dvy
-    bq *= 2
-    delta = bq * bq
-    a4 = a * 4
-    a4 *= c
-    delta -= a4
-    # only directions with a real contact time need the roots (a minority): work on them as a flat list
-    cand = np.flatnonzero(~((delta < 0) | (np.abs(a) < prm.min_rel_speed_sq)))
-    dist = np.full(a.shape, r1)
+    bq += dvy                        # b = 2 Δv·Δp
+    np.multiply(bq, bq, out=tmp)
+    np.multiply(a, c4, out=dvy)
+    tmp -= dvy                       # delta = b² − 4ac
+    none = tmp < 0
+    none |= a < prm.min_rel_speed_sq
+    cand = np.flatnonzero(~none)
     if cand.size == 0:
-        return dist, np.zeros(0, dtype=np.intp)
-    n_p = e.shape[0]
+        return cand, cand, cand
     ac, bc = a.ravel()[cand], bq.ravel()[cand]
-    sq = np.sqrt(delta.ravel()[cand])
+    sq = np.sqrt(tmp.ravel()[cand])
     t1 = (-bc - sq) / 2 / ac
     t2 = (-bc + sq) / 2 / ac
-    col = cand % n_p
-    fut = (t2 > 0) & (t1 > 0)
-    now = (t2 > 0) & ~(t1 > 0)
-    flat = dist.ravel()
-    flat[cand[fut]] = t1[fut] * vmag[col[fut]]
-    if not now.any():
-        return dist, np.zeros(0, dtype=np.intp)
-    k = cand[now]
-    kc = col[now]
-    flat[k] = (vx.ravel()[k] * dpx[kc] + vy.ravel()[k] * dpy[kc]) / vmag[kc] / np.sqrt(pos2[kc]) \
-        * prm.overlap_dist_scale
-    return dist, np.unique(kc)
+    return cand, t1, t2
 
 
 def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,

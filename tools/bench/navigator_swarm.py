@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Benchmark of the Navigator swarm step (issue 3, deliverable 5).
+
+Prints ms per swarm step (all N cubes answered by one ``swarm_step`` call) for N = 10, 100, 1000 and the ratio
+to a plain per-cube loop of the same code (one ``navigate`` call per cube with every other cube as its others,
+i.e. what N single queries cost), both measured in this run.
+
+Layouts follow shared/benchmarks (copied facts, not read at run time):
+  * circle   — the circle_swap generator, METRICS.md's cost-versus-N sweep: N cubes on a circle of radius
+               max(150, ceil(N·52.8/(2π))) around (250, 250), heading to the antipode at 100 u/s;
+  * random10 — uniform random starts and goals in a square of area density 0.10 (N·π·r²/L², r = 16.5),
+               as random_mat_d10 / random_sq1200_d10, random headings and speeds 0..165 u/s.
+Every layout has the AddBorder walls around its square. Usage: navigator_swarm.py [--repeats K] [--loop-cubes C]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+
+import numpy as np
+
+from toio_navigator.navigation.batch import EgoBatch, PairBatch
+from toio_navigator.navigation.entities import border_walls, walls_array
+from toio_navigator.navigation.navigator import navigate
+from toio_navigator.navigation.params import NavigatorParams
+from toio_navigator.navigation.swarm import swarm_step
+
+RADIUS = 16.5
+
+
+def circle_layout(n: int, rng: np.random.Generator):
+    r = max(150.0, math.ceil(n * 52.8 / (2 * math.pi)))
+    a = 2 * math.pi * np.arange(n) / n
+    pos = 250 + r * np.stack([np.cos(a), np.sin(a)], axis=1)
+    goals = 250 - r * np.stack([np.cos(a), np.sin(a)], axis=1)
+    heading = np.arctan2(goals[:, 1] - pos[:, 1], goals[:, 0] - pos[:, 0])
+    spd = np.full(n, 100.0)
+    lo, hi = 250 - r - 40, 250 + r + 40
+    return pos, goals, heading, spd, (lo, hi)
+
+
+def random_layout(n: int, rng: np.random.Generator, density: float = 0.10):
+    side = math.sqrt(n * math.pi * RADIUS ** 2 / density)
+    pos = rng.uniform(0, side, (n, 2))
+    goals = rng.uniform(0, side, (n, 2))
+    heading = rng.uniform(-math.pi, math.pi, n)
+    spd = rng.uniform(0, 165, n)
+    return pos, goals, heading, spd, (-20.0, side + 20)
+
+
+def state(layout):
+    pos, goals, heading, spd, (lo, hi) = layout
+    vel = spd[:, None] * np.stack([np.cos(heading), np.sin(heading)], axis=1)
+    walls = walls_array(border_walls(20, lo, hi, lo, hi))
+    return pos, heading, spd, vel, np.zeros(len(pos)), goals, walls
+
+
+def time_swarm(st, prm, repeats: int) -> float:
+    pos, heading, spd, vel, w, goals, walls = st
+    swarm_step(pos, heading, spd, vel, w, goals, prm, walls)      # warm-up
+    best = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        swarm_step(pos, heading, spd, vel, w, goals, prm, walls)
+        best.append(time.perf_counter() - t)
+    return float(np.median(best)) * 1000
+
+
+def time_loop(st, prm, cubes: int) -> float:
+    """ms for all N cubes, as a loop of single queries (timed on the first ``cubes`` cubes, scaled to N)."""
+    pos, heading, spd, vel, w, goals, walls = st
+    n = len(pos)
+    m = min(n, cubes)
+    one = np.ones(1)
+    t = time.perf_counter()
+    for i in range(m):
+        others = np.array([j for j in range(n) if j != i], dtype=np.intp)
+        k = others.shape[0]
+        egos = EgoBatch(pos[i:i + 1, 0], pos[i:i + 1, 1], heading[i:i + 1], spd[i:i + 1], w[i:i + 1],
+                        one * prm.avoid.margin, one * prm.boids.margin, goals[i:i + 1, 0], goals[i:i + 1, 1],
+                        0 * one, 0 * one)
+        pairs = PairBatch(np.zeros(k, dtype=np.intp), pos[others, 0], pos[others, 1], vel[others, 0],
+                          vel[others, 1], np.full(k, 16.0), np.full(k, prm.avoid.margin),
+                          np.full(k, prm.boids.margin), np.ones(k, dtype=bool))
+        with np.errstate(all='ignore'):
+            navigate(egos, pairs, walls, prm, 'AVOID', 'towards')
+    return (time.perf_counter() - t) / m * n * 1000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--repeats', type=int, default=15, help='swarm steps timed per case (median reported)')
+    ap.add_argument('--loop-cubes', type=int, default=100, help='cubes timed in the per-cube loop (scaled to N)')
+    args = ap.parse_args()
+    prm = NavigatorParams()
+    print(f'# numpy {np.__version__}, python {platform.python_version()}, {platform.processor() or platform.machine()}')
+    print(f'{"layout":<9} {"N":>5} {"pairs<=cut":>10} {"swarm ms/step":>14} {"loop ms/step":>13} {"speed-up":>9}')
+    for name, make in (('circle', circle_layout), ('random10', random_layout)):
+        for n in (10, 100, 1000):
+            rng = np.random.default_rng(n)
+            st = state(make(n, rng))
+            d = st[0][:, None, :] - st[0][None, :, :] if n <= 1000 else None
+            near = int(((d ** 2).sum(-1) <= 244.0 ** 2).sum() - n)
+            ms = time_swarm(st, prm, args.repeats)
+            loop = time_loop(st, prm, args.loop_cubes)
+            print(f'{name:<9} {n:>5} {near:>10} {ms:>14.2f} {loop:>13.1f} {loop / ms:>8.1f}x')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
