@@ -1,0 +1,495 @@
+"""The cube_driver node: one per cube, in namespace /<cube>; the same code for a real (BLE) and a simulated cube.
+
+Topics (relative to the namespace):
+  out  state (toio_navigator/CubeState, mat units), pose (geometry_msgs/PoseStamped, metres, frame ``mat``),
+       odom (nav_msgs/Odometry, parameter publish_odom), link_state (toio_navigator/LinkStatus, latched)
+  in   motor_cmd (toio_navigator/MotorCommand), cmd_vel (geometry_msgs/Twist)
+plus the parity features of :mod:`toio_navigator.nodes.driver_features` (lights, sound, IMU, battery, ...).
+
+Every motor write is a 0x02 command with a duration (the command's own, or ``motor_duration_ms``), so a cube
+whose driver, navigator or link dies stops by itself. Motor writes closer than ``min_motor_interval_ms`` are
+coalesced (the newest wins), because the cube ignores writes less than ~45 ms apart.
+
+Threads: the transport (bleak, or the simulated link) runs on one asyncio loop per process in a daemon thread;
+ROS callbacks run on the executor. Notifications are decoded and published from whichever thread delivers them
+(the simulated link delivers on the executor thread: one hop less on the pose -> motor-command path), under a
+lock. Outgoing writes are handed to the loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import sys
+import threading
+from typing import Awaitable, Callable
+
+import rclpy
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from toio_navigator.cube import protocol as p
+from toio_navigator.cube.transport import LinkState, Transport, TransportError
+from toio_navigator.msg import CubeState, LinkStatus, MotorCommand
+from toio_navigator.nodes import conversions
+from toio_navigator.nodes.driver_config import PARAMETERS, ConfigError, DriverConfig
+
+_log = logging.getLogger(__name__)
+
+#: a latched topic: a late subscriber gets the last value
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+NOTIFYING = (p.Characteristic.ID_INFORMATION, p.Characteristic.MOTOR_CONTROL, p.Characteristic.SENSOR_INFORMATION,
+             p.Characteristic.BUTTON_INFORMATION, p.Characteristic.BATTERY_INFORMATION, p.Characteristic.CONFIGURATION)
+
+_CUBE_LINK = {LinkState.DISCONNECTED: CubeState.LINK_DISCONNECTED, LinkState.CONNECTING: CubeState.LINK_CONNECTING,
+              LinkState.CONNECTED: CubeState.LINK_CONNECTED, LinkState.RECONNECTING: CubeState.LINK_RECONNECTING,
+              LinkState.FAILED: CubeState.LINK_DISCONNECTED}
+_STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNECTING: LinkStatus.CONNECTING,
+                LinkState.CONNECTED: LinkStatus.CONNECTED, LinkState.RECONNECTING: LinkStatus.RECONNECTING,
+                LinkState.FAILED: LinkStatus.FAILED}
+
+ASSUMED_VERSION = '2.0.0'   # what a cube that never answers the version request is taken to be (fact sheet §14)
+
+
+# ------------------------------------------------------------------------------------------------ asyncio loop
+
+_loop_lock = threading.Lock()
+_shared_loop: asyncio.AbstractEventLoop | None = None
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """The process-wide asyncio loop of all drivers (one loop per BLE adapter is what bleak wants)."""
+    global _shared_loop
+    with _loop_lock:
+        if _shared_loop is None or _shared_loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name='cube_driver_asyncio', daemon=True).start()
+            _shared_loop = loop
+        return _shared_loop
+
+
+class CoalescedWriter:
+    """Writes to one characteristic at most once per ``min_interval_s``; a newer write replaces a waiting one.
+
+    ``submit`` may be called from any thread; the writing happens on ``loop``. Counters feed the diagnostics.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[bytes], Awaitable[None]],
+                 min_interval_s: float) -> None:
+        self._loop, self._write, self.min_interval_s = loop, write, min_interval_s
+        self._pending: bytes | None = None
+        self._task: asyncio.Task | None = None
+        self._last = -math.inf
+        self.writes = self.coalesced = self.failed = 0
+        self.last_error = ''
+
+    def submit(self, data: bytes) -> None:
+        self._loop.call_soon_threadsafe(self._put, data)
+
+    def _put(self, data: bytes) -> None:
+        if self._pending is not None:
+            self.coalesced += 1
+        self._pending = data
+        if self._task is None or self._task.done():
+            self._task = self._loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self._pending is not None:
+            wait = self._last + self.min_interval_s - self._loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            data, self._pending = self._pending, None
+            try:
+                await self._write(data)
+                self.writes += 1
+            except (TransportError, p.ProtocolError) as exc:
+                self.failed += 1
+                self.last_error = str(exc)
+            self._last = self._loop.time()
+
+
+# ------------------------------------------------------------------------------------------------ the node
+
+class CubeDriverNode(Node):
+    """One cube's driver. Parameters: :data:`toio_navigator.nodes.driver_config.PARAMETERS`.
+
+    Raises :class:`ConfigError` (a ValueError naming the parameter) if a parameter is invalid.
+    ``transport`` injects a ready Transport (tests); otherwise it is built from the ``transport`` parameter.
+    """
+
+    def __init__(self, node_name: str = 'cube_driver', *, transport: Transport | None = None, **node_kwargs) -> None:
+        super().__init__(node_name, **node_kwargs)
+        for name, (default, doc) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
+        values = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.config = cfg = DriverConfig.from_values(values, self.get_namespace())
+        self.cube = cfg.cube
+        self._lock = threading.RLock()
+        self._loop = shared_loop()
+        self._closing = False
+        self._link = LinkState.DISCONNECTED
+        self._link_detail = ''
+        self.firmware = ''
+        self._version_event: asyncio.Event | None = None
+        self.unsupported: dict[str, str] = {}    # feature -> why (reported once)
+
+        # pose bookkeeping
+        self._pose: tuple[float, float, float] | None = None
+        self._held_jump: tuple[float, float, float] | None = None
+        self.outliers_held = 0
+        self.bad_notifications = 0
+        self.position_notifications = 0
+        self.notifications = 0
+        self._last_sign = (1, 1)                # signs of the last wheel command (wheel-speed notifications are unsigned)
+
+        self._state = CubeState(cube=cfg.cube, link_state=CubeState.LINK_DISCONNECTED)
+        self._state.header.frame_id = cfg.frame_id
+        self._pub_state = self.create_publisher(CubeState, 'state', 10)
+        self._pub_pose = self.create_publisher(PoseStamped, 'pose', 10)
+        self._pub_odom = self.create_publisher(Odometry, 'odom', 10) if cfg.publish_odom else None
+        self._pub_link = self.create_publisher(LinkStatus, 'link_state', LATCHED)
+        self.create_subscription(MotorCommand, 'motor_cmd', self._on_motor_cmd, 10)
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
+
+        if transport is None and cfg.transport == 'sim':
+            from toio_navigator.nodes.ros_sim_link import RosSimLink
+            transport = RosSimLink(self, backoff=cfg.backoff, io_timeout_s=cfg.io_timeout_s)
+        self.transport = transport
+        self.motor = CoalescedWriter(self._loop, self._write_motor, cfg.min_motor_interval_s)
+
+        from toio_navigator.nodes.driver_features import DriverFeatures
+        self.features = DriverFeatures(self)
+        self._handlers: dict[type, Callable] = {
+            p.PositionId: self._on_position, p.PositionIdMissed: self._on_missed, p.StandardId: self._on_standard_id,
+            p.StandardIdMissed: self._on_standard_missed, p.MotorSpeed: self._on_wheel_speed,
+            p.MotionSensor: self._on_motion, p.ButtonState: self._on_button, p.BatteryLevel: self._on_battery,
+            p.ProtocolVersion: self._on_version,
+        }
+        self._handlers.update(self.features.handlers())
+        self._publish_link_status()
+        self._run_future = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
+
+    # -------------------------------------------------------------------------------------------- link
+    async def _make_transport(self) -> Transport:
+        cfg = self.config
+        from toio_navigator.cube import ble_transport
+        target: object = cfg.ble_address
+        if not target:
+            found = await ble_transport.scan(names=[cfg.ble_name], timeout_s=cfg.ble_scan_timeout_s,
+                                             adapter=cfg.ble_adapter or None)
+            if not found:
+                raise TransportError(f'no cube advertising a name with {cfg.ble_name!r} within '
+                                     f'{cfg.ble_scan_timeout_s} s')
+            target = found[0].device
+            self.features.rssi = found[0].rssi
+        return ble_transport.BleTransport(target, adapter=cfg.ble_adapter or None, backoff=cfg.backoff,
+                                          io_timeout_s=cfg.io_timeout_s)
+
+    async def _run(self) -> None:
+        """Connect with backoff; afterwards the transport reconnects by itself."""
+        self._version_event = asyncio.Event()
+        delays = self.config.backoff.delays()
+        subscribed = False
+        while not self._closing:
+            try:
+                if self.transport is None:
+                    self.transport = await self._make_transport()
+                if not subscribed:
+                    self.transport.add_link_state_callback(self._on_link_state)
+                    for char in NOTIFYING:
+                        await self.transport.start_notify(char, self._on_notify)
+                    subscribed = True
+                await self.transport.connect()
+                return
+            except TransportError as exc:
+                self._link_detail = f'connect failed: {exc}'
+                self.get_logger().warning(f'{self.cube}: {self._link_detail}')
+                delay = next(delays, None)
+                if delay is None:
+                    self._on_link_state(LinkState.FAILED)
+                    return
+                self._publish_link_status(LinkStatus.RECONNECTING)
+                await asyncio.sleep(delay)
+
+    def _on_link_state(self, state: LinkState) -> None:
+        """Transport callback (loop thread)."""
+        self._link = state
+        with self._lock:
+            self._state.link_state = _CUBE_LINK[state]
+        if state is LinkState.CONNECTED:
+            self._link_detail = 'connected'
+            self._loop.create_task(self._after_connect())
+        elif state is LinkState.RECONNECTING:
+            self._link_detail = 'link lost, reconnecting with backoff'
+        elif state is LinkState.FAILED:
+            self._link_detail = self._link_detail or 'gave up reconnecting'
+            self.get_logger().error(f'{self.cube}: link failed: {self._link_detail}')
+        self._publish_link_status()
+        self._publish_state()
+
+    async def _after_connect(self) -> None:
+        """Ask the version, configure notifications for it, read what only notifies on change."""
+        t = self.transport
+        try:
+            version = await self._query_version()
+            self.features.apply_version(version)
+            for data in self._settings(version):
+                await t.write(p.Characteristic.CONFIGURATION, data)
+            for char in (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUTTON_INFORMATION,
+                         p.Characteristic.SENSOR_INFORMATION):
+                try:
+                    self._on_notify(char, await t.read(char))
+                except TransportError as exc:
+                    self.get_logger().info(f'{self.cube}: initial read of {char.name} failed: {exc}')
+        except TransportError as exc:
+            self.get_logger().warning(f'{self.cube}: configuring the cube failed: {exc}')
+            return
+        self.get_logger().info(f'{self.cube}: connected, firmware {self.firmware}')
+        self._publish_link_status()
+
+    async def _query_version(self) -> str:
+        event = self._version_event
+        for _attempt in range(3):
+            event.clear()
+            await self.transport.write(p.Characteristic.CONFIGURATION, p.encode_request_protocol_version())
+            try:
+                await asyncio.wait_for(event.wait(), self.config.version_timeout_s)
+                return self.firmware
+            except asyncio.TimeoutError:
+                continue
+        self.get_logger().warning(f'{self.cube}: no answer to the protocol-version request; assuming {ASSUMED_VERSION}')
+        self.firmware = ASSUMED_VERSION
+        return ASSUMED_VERSION
+
+    def _settings(self, version: str) -> list[bytes]:
+        """The configuration writes for this firmware; features it lacks are reported once."""
+        cfg, have = self.config, p.parse_version(version)
+        out = [p.encode_horizontal_threshold(cfg.horizontal_threshold_deg),
+               p.encode_collision_threshold(cfg.collision_threshold)]
+        if self.supports('double tap', (2, 1, 0)):
+            out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (cfg.double_tap_interval,)).encode())
+        if self.supports('position-ID notification settings', (2, 2, 0)):
+            out += [p.encode_id_notification(cfg.id_notify_interval_10ms, cfg.id_notify_condition),
+                    p.encode_id_missed_sensitivity(cfg.id_missed_10ms)]
+        if cfg.wheel_speed_notify and self.supports('wheel-speed notifications', (2, 2, 0)):
+            out.append(p.encode_motor_speed_notification(True))
+        out += self.features.settings(have)
+        return out
+
+    def supports(self, feature: str, needed: tuple[int, int, int]) -> bool:
+        """True if the cube's firmware has ``feature``; otherwise say so once (warning) and return False."""
+        have = p.parse_version(self.firmware or ASSUMED_VERSION)
+        if have >= needed:
+            return True
+        if feature not in self.unsupported:
+            why = f'needs firmware >= {".".join(map(str, needed))}, cube has {self.firmware or "unknown"}'
+            self.unsupported[feature] = why
+            self.get_logger().warning(f'{self.cube}: {feature} disabled: {why}')
+        return False
+
+    def _publish_link_status(self, state: int | None = None) -> None:
+        msg = LinkStatus(cube=self.cube, state=_STATUS_LINK[self._link] if state is None else state,
+                         reconnects=getattr(self.transport, 'reconnect_count', 0), firmware_version=self.firmware,
+                         detail=self._link_detail)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.config.frame_id
+        self._pub_link.publish(msg)
+
+    # -------------------------------------------------------------------------------------------- commands
+    async def _write_motor(self, data: bytes) -> None:
+        if self.transport is None or not self.transport.is_connected:
+            raise TransportError('not connected')
+        await self.transport.write(p.Characteristic.MOTOR_CONTROL, data)
+
+    def send_wheels(self, left: int, right: int, duration_ms: int) -> None:
+        """Queue a 0x02 motor write (already clipped speeds; duration 10..2550 ms)."""
+        data = p.MotorControlTimed(left, right, duration_ms // 10).encode()
+        self._last_sign = (-1 if left < 0 else 1, -1 if right < 0 else 1)
+        self.features.on_wheel_command()
+        self.motor.submit(data)
+
+    def _on_motor_cmd(self, msg: MotorCommand) -> None:
+        cfg = self.config
+        duration = msg.duration_ms or cfg.motor_duration_ms
+        if duration > 2550:
+            self.get_logger().warning(f'{self.cube}: motor_cmd duration {duration} ms > 2550 ms: clipped to 2550',
+                                      throttle_duration_sec=5.0)
+            duration = 2550
+        duration = max(duration, 10)
+        self.send_wheels(conversions.clip_motor(msg.left, cfg.max_motor, cfg.dead_zone),
+                         conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), duration)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        cfg = self.config
+        try:
+            left, right = conversions.twist_to_wheels(msg, cfg.max_motor, cfg.dead_zone)
+        except ValueError as exc:
+            self.get_logger().warning(f'{self.cube}: cmd_vel ignored: {exc}', throttle_duration_sec=5.0)
+            return
+        self.send_wheels(left, right, cfg.motor_duration_ms)
+
+    # -------------------------------------------------------------------------------------------- notifications
+    def _on_notify(self, char: p.Characteristic, data: bytes) -> None:
+        """Transport callback, from the executor thread (simulated link) or the loop thread (bleak)."""
+        self.notifications += 1
+        try:
+            note = p.decode(char, data)
+        except p.ProtocolError as exc:
+            self.bad_notifications += 1
+            self.get_logger().warning(f'{self.cube}: undecodable notification on {char.name}: {exc}',
+                                      throttle_duration_sec=5.0)
+            return
+        handler = self._handlers.get(type(note))
+        if handler is not None:
+            with self._lock:
+                handler(note)
+
+    def _on_position(self, note: p.PositionId) -> None:
+        self.position_notifications += 1
+        theta = math.radians(note.angle % 360)
+        if theta >= math.pi:
+            theta -= 2.0 * math.pi
+        pose = (float(note.x), float(note.y), theta)
+        gate = self.config.outlier_jump_units
+        if gate > 0 and self._pose is not None and self._state.on_mat:
+            if math.hypot(pose[0] - self._pose[0], pose[1] - self._pose[1]) > gate:
+                held, self._held_jump = self._held_jump, pose
+                if held is None or math.hypot(pose[0] - held[0], pose[1] - held[1]) > gate:
+                    self.outliers_held += 1     # a one-off glitch so far: wait for the next reading
+                    return
+        self._held_jump = None
+        self._pose = pose
+        s = self._state
+        stamp = self.get_clock().now().to_msg()
+        s.header.stamp = stamp
+        s.x, s.y, s.theta = pose
+        if not s.on_mat:
+            s.on_mat = True
+            self.features.on_mat_changed(True)
+        self._pub_state.publish(s)
+        s.collision = s.double_tap = False
+        self._pub_pose.publish(conversions.pose_stamped(pose[0], pose[1], theta, stamp, self.config.frame_id))
+        if self._pub_odom is not None:
+            self._pub_odom.publish(self._odometry(stamp))
+        self.features.on_pose(pose, stamp)
+
+    def _odometry(self, stamp) -> Odometry:
+        s = self._state
+        return conversions.odometry(s.x, s.y, s.theta, self._last_sign[0] * s.speed_left,
+                                    self._last_sign[1] * s.speed_right, stamp, self.config.base_frame,
+                                    self.config.frame_id)
+
+    def _on_missed(self, _note: p.PositionIdMissed) -> None:
+        if self._state.on_mat:
+            self._state.on_mat = False
+            self.features.on_mat_changed(False)
+        self._publish_state()
+
+    def _on_standard_id(self, note: p.StandardId) -> None:
+        self._state.standard_id = note.value
+        self._publish_state()
+
+    def _on_standard_missed(self, _note: p.StandardIdMissed) -> None:
+        self._state.standard_id = 0
+        self._publish_state()
+
+    def _on_wheel_speed(self, note: p.MotorSpeed) -> None:
+        self._state.speed_left, self._state.speed_right = float(note.left), float(note.right)
+
+    def _on_motion(self, note: p.MotionSensor) -> None:
+        s = self._state
+        s.flat, s.collision = note.horizontal, s.collision or note.collision
+        if note.double_tap is not None:
+            s.double_tap = s.double_tap or note.double_tap
+            s.posture = note.posture
+        if note.shake is not None:
+            s.shake = note.shake
+        self.features.on_motion(note)
+
+    def _on_button(self, note: p.ButtonState) -> None:
+        changed = self._state.button != note.pressed
+        self._state.button = note.pressed
+        if changed:
+            self._publish_state()
+        self.features.on_button(note.pressed)
+
+    def _on_battery(self, note: p.BatteryLevel) -> None:
+        self._state.battery = note.percent
+        self.features.on_battery(note.percent)
+
+    def _on_version(self, note: p.ProtocolVersion) -> None:
+        self.firmware = note.version
+        self._state.firmware_version = note.version
+        if self._version_event is not None:
+            self._loop.call_soon_threadsafe(self._version_event.set)
+
+    def _publish_state(self) -> None:
+        with self._lock:
+            s = self._state
+            if self._pose is None:
+                s.header.stamp = self.get_clock().now().to_msg()
+            self._pub_state.publish(s)
+            s.collision = s.double_tap = False
+
+    # -------------------------------------------------------------------------------------------- shutdown
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the cube (zero speed, short duration) and disconnect. Safe to call twice."""
+        if self._closing:
+            return
+        self._closing = True
+        self._run_future.cancel()
+
+        async def shutdown() -> None:
+            t = self.transport
+            if t is None:
+                return
+            if t.is_connected:
+                try:
+                    await t.write(p.Characteristic.MOTOR_CONTROL, p.MotorControlTimed(0, 0, 1).encode())
+                except TransportError:
+                    pass
+            await t.disconnect()
+        try:
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout_s)
+        except Exception as exc:  # the process is going away; say why the cube may not have been stopped
+            self.get_logger().warning(f'{self.cube}: clean disconnect failed: {exc!r}')
+
+    def destroy_node(self) -> None:
+        self.close()
+        self.features.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """``ros2 run toio_navigator cube_driver --ros-args -r __ns:=/cube1 -p transport:=sim``. Exit 2 on bad params."""
+    try:
+        rclpy.init(args=args)
+    except Exception as exc:
+        print(f'cube_driver: cannot start ROS: {exc}', file=sys.stderr)
+        return 2
+    try:
+        node = CubeDriverNode()
+    except (ConfigError, ParameterException) as exc:
+        print(f'cube_driver: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The simulated BLE link over ROS topics: a cube_driver's transport whose cube lives in the mat_sim process.
+
+:class:`RosSimLink` implements the :class:`toio_navigator.cube.transport.Transport` primitives on two topics of
+``toio_navigator/BleFrame`` in the driver's namespace:
+
+* ``ble/tx`` (driver -> mat_sim): exactly the bytes the BLE transport would write, or a read request;
+* ``ble/rx`` (mat_sim -> driver): exactly the notification bytes, or the answer to a read.
+
+So the driver above it runs the same code as on a real cube (same writes, reconnects, settings replay); only the
+air is DDS. "Connected" means the mat_sim process hosts this cube: the tx topic has a matched subscriber and the
+rx topic a matched publisher. When either disappears (mat_sim died or dropped the cube) the link is lost and the
+base class reconnects with backoff, exactly as after a BLE disconnect.
+
+Threads: the transport's coroutines run on the driver's asyncio loop; the rx subscription fires on the ROS
+executor thread. Notifications are delivered straight from the executor thread (one hop less on the pose ->
+motor-command path); read answers are handed to the loop with ``call_soon_threadsafe``.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Callable
+
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from toio_navigator.cube.protocol import Characteristic
+from toio_navigator.cube.transport import Transport, TransportError
+from toio_navigator.msg import BleFrame
+
+#: reliable and deep enough that a burst of notifications (settings replay, 10 cubes) is not dropped
+BLE_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+
+
+class RosSimLink(Transport):
+    """A :class:`Transport` to a virtual cube hosted by mat_sim, over ``<ns>/ble/tx`` and ``<ns>/ble/rx``."""
+
+    def __init__(self, node: Node, *, topic_prefix: str = 'ble', watch_period_s: float = 0.1,
+                 callback_group=None, **transport_kwargs) -> None:
+        super().__init__(**transport_kwargs)
+        if watch_period_s <= 0:
+            raise ValueError(f'watch_period_s must be > 0, got {watch_period_s}')
+        self._node = node
+        self._watch_period_s = watch_period_s
+        self._tx = node.create_publisher(BleFrame, f'{topic_prefix}/tx', BLE_QOS)
+        self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
+                                            callback_group=callback_group)
+        self._deliver: dict[str, Callable[[bytes], None]] = {}
+        self._open_flag = False
+        self._reads: dict[int, asyncio.Future] = {}
+        self._seq = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watch_task: asyncio.Task | None = None
+        self._lock = threading.Lock()
+        self.frames_received = 0
+
+    def peer_present(self) -> bool:
+        """mat_sim hosts this cube: it subscribes to our tx and publishes our rx."""
+        return self._tx.get_subscription_count() > 0 and self._rx.get_publisher_count() > 0
+
+    # ------------------------------------------------------------------ Transport primitives
+    async def _open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        while not self.peer_present():          # bounded by the caller's connect timeout
+            await asyncio.sleep(0.005)
+        self._open_flag = True
+        self._watch_task = self._loop.create_task(self._watch())
+
+    async def _close(self) -> None:
+        self._open_flag = False
+        task, self._watch_task = self._watch_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        self._fail_reads('link closed')
+
+    async def _write(self, char: Characteristic, data: bytes, response: bool) -> None:
+        if not self._open_flag:
+            raise TransportError('simulated link is down')
+        self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.WRITE, with_response=response, data=data))
+
+    async def _read(self, char: Characteristic) -> bytes:
+        if not self._open_flag:
+            raise TransportError('simulated link is down')
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._seq = (self._seq + 1) & 0xFFFFFFFF
+            seq = self._seq
+            future = loop.create_future()
+            self._reads[seq] = future
+        try:
+            self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.READ, seq=seq))
+            return await future
+        finally:
+            with self._lock:
+                self._reads.pop(seq, None)
+
+    async def _subscribe(self, char: Characteristic, deliver: Callable[[bytes], None]) -> None:
+        self._deliver[char.value] = deliver
+
+    async def _unsubscribe(self, char: Characteristic) -> None:
+        self._deliver.pop(char.value, None)
+
+    # ------------------------------------------------------------------ internals
+    def _on_rx(self, frame: BleFrame) -> None:
+        """Executor thread: a notification or a read answer from the virtual cube."""
+        if not self._open_flag:
+            return                              # like a BLE stack: nothing arrives on a closed link
+        self.frames_received += 1
+        if frame.op == BleFrame.NOTIFY:
+            deliver = self._deliver.get(frame.uuid)
+            if deliver is not None:
+                deliver(bytes(frame.data))
+        elif frame.op == BleFrame.READ_RESPONSE:
+            with self._lock:
+                future = self._reads.get(frame.seq)
+            if future is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(_resolve, future, bytes(frame.data))
+
+    async def _watch(self) -> None:
+        """Notice mat_sim going away (the simulated equivalent of a BLE supervision timeout)."""
+        try:
+            while self._open_flag:
+                await asyncio.sleep(self._watch_period_s)
+                if self._open_flag and not self.peer_present():
+                    self._open_flag = False
+                    self._fail_reads('mat_sim went away')
+                    self._link_lost()
+                    return
+        except asyncio.CancelledError:
+            pass
+
+    def _fail_reads(self, reason: str) -> None:
+        with self._lock:
+            pending = list(self._reads.values())
+        for future in pending:
+            if not future.done():
+                future.get_loop().call_soon_threadsafe(_fail, future, TransportError(reason))
+
+    def destroy(self) -> None:
+        """Release the ROS entities (after disconnect())."""
+        self._node.destroy_publisher(self._tx)
+        self._node.destroy_subscription(self._rx)
+
+
+def _resolve(future: asyncio.Future, data: bytes) -> None:
+    if not future.done():
+        future.set_result(data)
+
+
+def _fail(future: asyncio.Future, exc: Exception) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
