@@ -200,6 +200,8 @@ class World:
         can_drive = self.driving_enabled & ~self.button & ~self.lifted & (self.battery > 0)
         target = self.wheel_command * p.units_per_s_per_motor_unit * can_drive[:, None]
         self.wheel_speed += (target - self.wheel_speed) * (dt / max(p.motor_tau, dt))
+        # the exponential lag never reaches zero; a real wheel does stop
+        self.wheel_speed[(target == 0) & (np.abs(self.wheel_speed) < 0.05)] = 0.0
         self.wheel_speed[self.lifted] = 0.0
 
         v = self.wheel_speed.mean(axis=1)
