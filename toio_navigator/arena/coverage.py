@@ -40,3 +40,19 @@ def sensing_targets(known_free: np.ndarray, explored: np.ndarray, rules: ScoreRu
                 out[h] |= clear & shifted(unknown_p, ox, oy)
                 clear &= shifted(free_p, ox, oy)
     return out
+
+
+def photo_targets(obstacle: np.ndarray, viewed_faces: np.ndarray, photographed: np.ndarray) -> np.ndarray:
+    """Bool [heading, y, x]: a robot there, not photographed yet (``photographed[heading, y, x]``), has an
+    obstacle among the three cells touching its left side whose face towards the robot no photo has resolved
+    (``viewed_faces[face, y, x]``). The camera looks out of the left side."""
+    rows, cols = obstacle.shape
+    out = np.zeros((4, rows, cols), dtype=bool)
+    pad = np.zeros((4, rows + 2 * _PAD, cols + 2 * _PAD), dtype=bool)
+    pad[:, _PAD:_PAD + rows, _PAD:_PAD + cols] = obstacle & ~viewed_faces
+    for h in range(4):
+        face = (h + 1) % 4  # the face of a left cell that points back at the robot (its right)
+        for front in (-1, 0, 1):
+            dx, dy = body_vector(h, front, 2)
+            out[h] |= pad[face, _PAD + dy:_PAD + dy + rows, _PAD + dx:_PAD + dx + cols]
+    return out & ~photographed

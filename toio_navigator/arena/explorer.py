@@ -15,7 +15,8 @@ Behaviour (seed 001 and reference §4):
    In image mode an unscanned obstacle just right of the footprint (heading N/S, fewer than ``max_images``
    found) starts a *reverse hug*: turn 180, hug until back on that spot, turn 180 and carry on.
 2. *cover* (``complete_coverage``): visit, by optimal routes over known-free cells, every pose whose sensors
-   would still reach an unexplored cell; the hug alone misses what hides behind islands.
+   would still reach an unexplored cell; the hug alone misses what hides behind islands. In image mode
+   (``hunt_images``) also every pose that would photograph an obstacle face no photo has shown yet.
 3. *return*: the optimal route back to the start centre. A detected loop or ``max_moves`` ends a phase early.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toio_navigator.arena.coverage import sensing_targets
+from toio_navigator.arena.coverage import photo_targets, sensing_targets
 from toio_navigator.arena.fastest_path import plan_route, valid_centres
 from toio_navigator.arena.geometry import (
     ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, NORTH, SOUTH, Pose, footprint, right_of)
@@ -60,6 +61,7 @@ class ExplorerConfig:
     dash_max_extra: int = 5         # extra cells of a dash in the other headings
     dash_right_check: int = 5       # the right-centre ray must be explored this far for a dash to pass
     complete_coverage: bool = True
+    hunt_images: bool = True        # image mode: the cover phase also visits unphotographed obstacle faces
     return_to_start: bool = True
     turn_cost: float = 2.0          # for the cover / return routes
     max_moves: int = 5000
@@ -99,7 +101,8 @@ class ArenaExplorer:
         self._left_start = False
         self._reverse: _Reverse | None = None
         self._reverse_tried: set[tuple[int, int]] = set()
-        self._photographed: set[Pose] = set()
+        self._photographed = np.zeros((4, config.rows, config.cols), dtype=bool)  # [heading, y, x]
+        self._viewed_faces = np.zeros((4, config.rows, config.cols), dtype=bool)  # [face, y, x] seen in a photo
         self._photo_wanted = False
         self._seen: set = set()
         self._seen_version = -1
@@ -175,12 +178,19 @@ class ArenaExplorer:
         if self._pending is None or self._pending.kind != PHOTO:
             raise ProtocolError(f'on_photo() without a pending photo (pending: {self._pending})')
         self._pending = None
-        self._photographed.add(self.pose)
+        p = self.pose
+        self._photographed[p.heading, p.y, p.x] = True
+        face = right_of(p.heading)
         if int(image_id) == -1:
+            for x, y in self._left_cells(p):  # no card on any face the camera saw
+                if self.belief.inside(x, y):
+                    self._viewed_faces[face, y, x] = True
             return
         if bound not in BOUND_SHIFT:
             raise ValueError(f'bad image bound {bound!r}: expected LEFT, CENTRE or RIGHT')
-        x, y = self.pose.cell(BOUND_SHIFT[bound], 2)
+        x, y = p.cell(BOUND_SHIFT[bound], 2)
+        if self.belief.inside(x, y):
+            self._viewed_faces[face, y, x] = True
         record = ImageRecord(int(image_id), x, y, right_of(self.pose.heading))
         if record not in self.images:
             self.images.append(record)
@@ -203,19 +213,26 @@ class ArenaExplorer:
     def _photo_spot(self, pose: Pose) -> bool:
         """An obstacle immediately left: left-centre, or left-front / left-rear when front / back is blocked."""
         b = self.belief
-        if pose in self._photographed:
+        if self._photographed[pose.heading, pose.y, pose.x]:
             return False
         if b.is_obstacle(*pose.cell(0, 2)):
             return True
+        if self.config.hunt_images and self._want_images() and any(
+                b.is_obstacle(x, y) and not self._viewed_faces[right_of(pose.heading), y, x]
+                for x, y in self._left_cells(pose)):
+            return True  # the cover phase came here for this face
         front_blocked = any(b.is_obstacle(x, y) for x, y in self._front_cells(pose))
         back_blocked = any(b.is_obstacle(*pose.cell(-2, s)) for s in (-1, 0, 1))
         return ((front_blocked and b.is_obstacle(*pose.cell(1, 2)))
                 or (back_blocked and b.is_obstacle(*pose.cell(-1, 2))))
 
+    def _want_images(self) -> bool:
+        return self.config.image_mode and len({r.id for r in self.images}) < self.config.max_images
+
     def _reverse_candidate(self, pose: Pose) -> tuple[int, int] | None:
         """The unscanned obstacle just right of the footprint's centre row that would start a reverse hug."""
         c = self.config
-        if not c.image_mode or len({r.id for r in self.images}) >= c.max_images:
+        if not self._want_images():
             return None
         if pose.heading not in c.reverse_hug_headings:
             return None
@@ -345,6 +362,8 @@ class ArenaExplorer:
     def _cover_step(self) -> Command | None:
         b = self.belief
         targets = sensing_targets(b.known_free, b.explored, self.config.rules)
+        if self.config.hunt_images and self._want_images():
+            targets |= photo_targets(b.obstacle, self._viewed_faces, self._photographed)
         # the readings taken here already scored what this pose can see; never plan an empty route
         targets[self.pose.heading, self.pose.y, self.pose.x] = False
         cmd = self._route_command(targets) if targets.any() else None
