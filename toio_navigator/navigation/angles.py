@@ -22,12 +22,12 @@ def wrap(r):
     x = np.asarray(r, dtype=float) + _THREE_PI
     if x.ndim == 0:
         return float(np.fmod(x, _TWO_PI) - math.pi)
-    fast = np.where(x >= 2 * _TWO_PI, x - 2 * _TWO_PI, x)
-    fast = np.where(fast >= _TWO_PI, fast - _TWO_PI, fast)
-    odd = ~((x >= 0) & (x < 4 * _TWO_PI))
-    if odd.any():
-        fast = np.where(odd, np.fmod(x, _TWO_PI), fast)
-    return fast - math.pi
+    if x.size and (x.min() < 0 or x.max() >= 4 * _TWO_PI):
+        return np.fmod(x, _TWO_PI) - math.pi
+    fast = x - (x >= 2 * _TWO_PI) * (2 * _TWO_PI)    # subtracting 0.0 leaves x unchanged
+    fast -= (fast >= _TWO_PI) * _TWO_PI
+    fast -= math.pi
+    return fast
 
 
 def wrap_deg(d):

@@ -81,17 +81,20 @@ def walls_array(walls) -> np.ndarray:
 
 def line_coeffs(x1, y1, x2, y2):
     """(a, b, c) of a·x + b·y + c = 0 through two distinct points, built as the reference builds it."""
-    x1, y1, x2, y2 = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x1, y1, x2, y2)))
-    vertical = x1 == x2
-    horizontal = ~vertical & (y1 == y2)
+    c = x1 * y2 - x2 * y1
+    a = y1 - y2
+    b = x2 - x1
+    vertical = b == 0       # x1 == x2 exactly (a difference of doubles is 0 only for equal operands)
+    horizontal = a == 0     # y1 == y2 exactly
     with np.errstate(invalid='ignore', divide='ignore'):
-        c = x1 * y2 - x2 * y1
-        a = y1 - y2
-        b = x2 - x1
         mag = np.sqrt(a * a + b * b)
         a = a / mag
         b = b / mag
         c = c / mag
+    if not (vertical.any() or horizontal.any()):
+        return a, b, c
+    x1, y1, a, b, c = np.broadcast_arrays(x1, y1, a, b, c)
+    horizontal = horizontal & ~vertical
     a = np.where(vertical, 1.0, np.where(horizontal, 0.0, a))
     b = np.where(vertical, 0.0, np.where(horizontal, 1.0, b))
     c = np.where(vertical, np.where(x1 == 0, 0.0, -x1), np.where(horizontal, np.where(y1 == 0, 0.0, -y1), c))

@@ -236,16 +236,14 @@ def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.n
     overlap = active & (((line_dist < rr) & foot) | (d1 < rr) | (d2 < rr))
     near1 = d1 < d2
     d_seg = np.where(foot, line_dist, np.where(near1, d1, d2))
-    m_all = walls.shape[0]
     # ---- casts against walls not overlapped
     cast = active & ~overlap & (d_seg - rr <= r1 + 1e-6)
     if cast.any():
         qb, qm = np.nonzero(cast)
-        full = (b, m_all)
-        def at(v):
-            return np.broadcast_to(v, full)[qb, qm][:, None]
-        d = _wall_casts(ex[qb], ey[qb], cos_r[qb], sin_r[qb], at(x1), at(y1), at(x2), at(y2), at(aw), at(bw),
-                        at(signed), at(line_dist), at(rr), r1)
+        wq = walls[qm]
+        d = _wall_casts(ex[qb], ey[qb], cos_r[qb], sin_r[qb], wq[:, 0:1], wq[:, 1:2], wq[:, 2:3], wq[:, 3:4],
+                        aw[0, qm][:, None], bw[0, qm][:, None], signed[qb, qm][:, None],
+                        line_dist[qb, qm][:, None], rr[qb, qm][:, None], r1)
         nc_d = np.minimum(nc_d, segment_min(d, qb, b, r1))
     # ---- overlapped walls: severity and repulsion direction
     if not overlap.any():
