@@ -1,0 +1,167 @@
+"""Write rosbag2 bags (mcap or sqlite3, format version 9) with our own message types embedded, and record live
+topics into one.
+
+* :func:`typestore` — the Jazzy standard types plus every ``toio_navigator/msg/*`` type, read from the installed
+  ``share/toio_navigator/msg`` (or the source tree's ``msg/``), so bags are self-describing.
+* :class:`BagWriter` — plain Python (rosbags): one connection per topic, messages written as serialized CDR.
+* :class:`TopicRecorder` — the live part: given an rclpy node, it subscribes (raw, no decode) to every topic it
+  discovers, or to a chosen list, and hands the bytes to a BagWriter. rclpy is imported only when it is used.
+
+Messages are stored as received (CDR bytes); the receive time (ns, the node's clock) is the bag timestamp.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterable
+
+PACKAGE = 'toio_navigator'
+STORAGES = ('mcap', 'sqlite3')
+
+
+class BagError(RuntimeError):
+    """A bag cannot be written (bad path, unknown type, closed writer)."""
+
+
+def our_msg_dir() -> Path:
+    """Where our .msg definitions are: the installed share directory if the package is installed, else msg/."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        share = Path(get_package_share_directory(PACKAGE)) / 'msg'
+        if any(share.glob('*.msg')):
+            return share
+    except Exception:  # no ament index (plain pip install of the core): fall back to the source tree
+        pass
+    src = Path(__file__).resolve().parents[2] / 'msg'
+    if any(src.glob('*.msg')):
+        return src
+    raise BagError(f'cannot find the {PACKAGE} message definitions (no share/{PACKAGE}/msg, no {src})')
+
+
+def typestore(msg_dir: Path | None = None):
+    """A rosbags typestore with the Jazzy types and ours (``toio_navigator/msg/<Name>``)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types: dict = {}
+    for path in sorted(Path(msg_dir or our_msg_dir()).glob('*.msg')):
+        types.update(get_types_from_msg(path.read_text(), f'{PACKAGE}/msg/{path.stem}'))
+    store.register(types)
+    return store
+
+
+class BagWriter:
+    """A rosbag2 directory being written. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: str | Path, storage: str = 'mcap', store=None) -> None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        if storage not in STORAGES:
+            raise BagError(f'unknown storage {storage!r} (expected one of {", ".join(STORAGES)})')
+        self.path = Path(path)
+        if self.path.exists():
+            raise BagError(f'{self.path} already exists; rosbag2 writes a new directory')
+        if not self.path.parent.is_dir():
+            raise BagError(f'{self.path.parent} is not a directory')
+        self.store = store or typestore()
+        plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
+        self._writer = Writer(self.path, version=9, storage_plugin=plugin)
+        self._writer.open()
+        self._connections: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+        self.closed = False
+
+    def knows(self, msgtype: str) -> bool:
+        return msgtype in self.store.types
+
+    def add_topic(self, topic: str, msgtype: str) -> None:
+        """Declare a topic (idempotent). ``msgtype`` like 'geometry_msgs/msg/PoseArray'."""
+        with self._lock:
+            if self.closed:
+                raise BagError('the bag is closed')
+            if topic in self._connections:
+                return
+            if not self.knows(msgtype):
+                raise BagError(f'unknown message type {msgtype!r} for {topic}')
+            self._connections[topic] = self._writer.add_connection(topic, msgtype, typestore=self.store)
+            self.counts[topic] = 0
+
+    def write(self, topic: str, timestamp_ns: int, data: bytes) -> None:
+        """Store one serialized (CDR) message of a declared topic."""
+        with self._lock:
+            if self.closed:
+                return                    # late callbacks after close are dropped, not an error
+            self._writer.write(self._connections[topic], int(timestamp_ns), bytes(data))
+            self.counts[topic] += 1
+
+    def write_message(self, topic: str, msgtype: str, timestamp_ns: int, message) -> None:
+        """Serialize a rosbags message object and store it (for tools that build messages themselves)."""
+        self.add_topic(topic, msgtype)
+        self.write(topic, timestamp_ns, self.store.serialize_cdr(message, msgtype))
+
+    def close(self) -> None:
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self._writer.close()
+
+    def __enter__(self) -> 'BagWriter':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class TopicRecorder:
+    """Record live topics of a ROS graph into a :class:`BagWriter` through an rclpy ``node``.
+
+    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer); otherwise only
+    those names. Topics whose type the typestore does not know are skipped and listed in ``skipped``.
+    """
+
+    def __init__(self, node, writer: BagWriter, topics: Iterable[str] | None = None,
+                 exclude: Iterable[str] = ()) -> None:
+        self.node = node
+        self.writer = writer
+        self.only = None if topics is None else {self._absolute(t) for t in topics}
+        self.exclude = {self._absolute(t) for t in exclude}
+        self.skipped: dict[str, str] = {}
+        self._subs: dict[str, object] = {}
+
+    def _absolute(self, topic: str) -> str:
+        return topic if topic.startswith('/') else '/' + topic
+
+    def discover(self) -> int:
+        """Subscribe to newly seen topics; returns how many topics are being recorded."""
+        import importlib
+
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        # best effort matches reliable, best-effort and latched publishers alike; deep enough for bursts
+        qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+        for name, types in self.node.get_topic_names_and_types():
+            if name in self._subs or name in self.skipped or name in self.exclude:
+                continue
+            if self.only is not None and name not in self.only:
+                continue
+            msgtype = types[0]
+            if not self.writer.knows(msgtype):
+                self.skipped[name] = f'type {msgtype} unknown to the bag'
+                continue
+            pkg, kind, cls_name = msgtype.split('/')
+            try:
+                cls = getattr(importlib.import_module(f'{pkg}.{kind}'), cls_name)
+            except (ImportError, AttributeError) as exc:
+                self.skipped[name] = f'type {msgtype} not importable: {exc}'
+                continue
+            self.writer.add_topic(name, msgtype)
+            clock = self.node.get_clock()
+            self._subs[name] = self.node.create_subscription(
+                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
+        return len(self._subs)
+
+    def stop(self) -> None:
+        for sub in self._subs.values():
+            self.node.destroy_subscription(sub)
+        self._subs.clear()
