@@ -96,7 +96,7 @@ def test_protocol_errors_short_moves_and_terminate():
     answer(ex, robot, ex.next_move())
     cmd = ex.next_move()
     with pytest.raises(ProtocolError):
-        ex.on_photo(3, 'CENTRE')              # a motion is pending, not a photo
+        ex.on_photo([(3, 'CENTRE')])              # a motion is pending, not a photo
     ex.on_moved(robot.sensors.read(Pose(1, 2, 0)), cells_moved=1)  # the robot stopped after one cell
     assert ex.pose == Pose(1, 2, 0) and ''.join(ex.actions) == 'F' * cmd.cells and ex.moves == 1
     assert ex.status == 'EXPLORING'
@@ -194,7 +194,7 @@ def test_a_photo_is_requested_for_an_obstacle_on_the_left_and_bounds_shift_the_r
     ex, robot = stepper(grid, start=Pose(4, 1, 0), image_mode=True)
     answer(ex, robot, ex.next_move())
     assert ex.next_move().kind == PHOTO
-    ex.on_photo(6, 'LEFT')                     # LEFT in the picture = one cell towards the robot's rear
+    ex.on_photo([(6, 'LEFT'), (-1, 'CENTRE')])                     # LEFT in the picture = one cell towards the robot's rear
     assert [(r.id, r.x, r.y, r.face) for r in ex.images] == [(6, 2, 0, 1)]
     assert ex.next_move().kind != PHOTO        # one photo per pose
     ex2, robot2 = stepper(grid, start=Pose(4, 1, 0), image_mode=False)
@@ -235,3 +235,38 @@ def test_cli_explore_reports_images_and_bad_input(tmp_path, capsys):
     arena.write_text(json.dumps(data))
     assert cli.main(['explore', '--arena', str(arena), '--out', str(out)]) != 0
     assert 'rows' in capsys.readouterr().err
+
+
+def seeable_cards(layout):
+    """Independent model: cards on a face that looks at a reachable robot's left side (one of its 3 left cells)."""
+    grid = layout.obstacles
+    start = layout.start
+    seen, todo = {start}, [start]
+    while todo:
+        p = todo.pop()
+        for q in (p.turned_left(), p.turned_right(), p.forward(1)):
+            if q not in seen and 1 <= q.x <= 13 and 1 <= q.y <= 18 and not grid[q.y - 1:q.y + 2, q.x - 1:q.x + 2].any():
+                seen.add(q)
+                todo.append(q)
+    return {(c.id, c.x, c.y, c.face) for c in layout.images for p in seen
+            if c.face == (p.heading + 1) % 4 and (c.x, c.y) in [p.cell(f, 2) for f in (-1, 0, 1)]}
+
+
+def test_image_mode_finds_every_seeable_card_and_no_wrong_one():
+    rng = np.random.default_rng(5)
+    total = 0
+    for _ in range(8):
+        grid = rng.random((20, 15)) < 0.07
+        grid[0:3, 0:3] = False
+        grid[17:20, 12:15] = False
+        ys, xs = np.nonzero(grid)
+        cards = tuple(ImageCard(int(xs[j]), int(ys[j]), int(rng.integers(4)), int(rng.integers(1, 16)))
+                      for j in range(len(xs)))  # a card on every obstacle, random faces
+        layout = ArenaLayout(obstacles=grid, images=cards)
+        explorer, robot = run_exploration(layout, ExplorerConfig(image_mode=True, max_images=99))
+        found = {(r.id, r.x, r.y, r.face) for r in explorer.images}
+        truth = {(c.id, c.x, c.y, c.face) for c in cards}
+        assert found <= truth and seeable_cards(layout) <= found
+        assert_sound_and_complete(explorer, robot, grid)
+        total += len(found)
+    assert total > 20

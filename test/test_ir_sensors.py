@@ -62,6 +62,8 @@ def test_camera_reports_the_card_facing_the_robot_with_its_bound():
     s = cam.capture(Pose(1, 10, 0))
     assert s.id == -1                        # heading north it looks west, away from the cards
     assert cam.capture(Pose(1, 8, 2)).id == -1  # rear-left (3,9) carries a card, but on its south face
+    both = cam.capture_all(Pose(1, 11, 2))      # left-centre (3,11) and left-front (3,10): heading south
+    assert [(s.id, s.bound) for s in both] == [(8, 'CENTRE'), (7, 'RIGHT')]
 
 
 def test_mat_mapping_round_trips_every_cell_and_heading():

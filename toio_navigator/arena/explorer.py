@@ -3,7 +3,7 @@
 Protocol (the same in the offline simulation and under the ROS node)::
 
     while (cmd := explorer.next_move()) is not None:
-        if cmd.kind == PHOTO:   explorer.on_photo(image_id, bound)        # from the camera
+        if cmd.kind == PHOTO:   explorer.on_photo([(image_id, bound), ...])  # from the camera
         else:                   explorer.on_moved(six_readings, moved)    # after executing S / F / L / R
 
 ``S`` asks for readings without moving (the first command), ``F`` with ``cells`` > 1 is a dash.
@@ -173,27 +173,30 @@ class ArenaExplorer:
             action, self._after_queue = self._after_queue, None
             action()
 
-    def on_photo(self, image_id: int, bound: str = 'CENTRE') -> None:
-        """Answer to P: the recognised image id (-1 none) and its bound position LEFT / CENTRE / RIGHT."""
+    def on_photo(self, detections) -> None:
+        """Answer to P: every card the camera recognised, as (image_id, bound) pairs with bound LEFT / CENTRE /
+        RIGHT (where the card is in the picture); id -1 entries are dropped, an empty list means none.
+        The list is taken as complete: the three faces in view count as resolved."""
         if self._pending is None or self._pending.kind != PHOTO:
             raise ProtocolError(f'on_photo() without a pending photo (pending: {self._pending})')
+        found = []
+        for image_id, bound in detections:
+            if bound not in BOUND_SHIFT:
+                raise ValueError(f'bad image bound {bound!r}: expected LEFT, CENTRE or RIGHT')
+            if int(image_id) != -1:
+                found.append((int(image_id), bound))
         self._pending = None
         p = self.pose
         self._photographed[p.heading, p.y, p.x] = True
         face = right_of(p.heading)
-        if int(image_id) == -1:
-            for x, y in self._left_cells(p):  # no card on any face the camera saw
-                if self.belief.inside(x, y):
-                    self._viewed_faces[face, y, x] = True
-            return
-        if bound not in BOUND_SHIFT:
-            raise ValueError(f'bad image bound {bound!r}: expected LEFT, CENTRE or RIGHT')
-        x, y = p.cell(BOUND_SHIFT[bound], 2)
-        if self.belief.inside(x, y):
-            self._viewed_faces[face, y, x] = True
-        record = ImageRecord(int(image_id), x, y, right_of(self.pose.heading))
-        if record not in self.images:
-            self.images.append(record)
+        for x, y in self._left_cells(p):
+            if self.belief.inside(x, y):
+                self._viewed_faces[face, y, x] = True
+        for image_id, bound in found:
+            x, y = p.cell(BOUND_SHIFT[bound], 2)
+            record = ImageRecord(image_id, x, y, face)
+            if record not in self.images:
+                self.images.append(record)
 
     # --- geometry on the belief --------------------------------------------------------------------------
     @staticmethod

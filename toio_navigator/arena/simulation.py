@@ -53,8 +53,7 @@ def run_exploration(layout: ArenaLayout, config: ExplorerConfig = ExplorerConfig
     explorer = ArenaExplorer(config, start=layout.start, goal=layout.goal)
     while (cmd := explorer.next_move()) is not None:
         if cmd.kind == PHOTO:
-            sighting = robot.camera.capture(robot.pose)
-            explorer.on_photo(sighting.id, sighting.bound)
+            explorer.on_photo([(s.id, s.bound) for s in robot.camera.capture_all(robot.pose)])
             continue
         moved = robot.execute(cmd.kind, cmd.cells)
         explorer.on_moved(robot.sensors.read(robot.pose), moved if cmd.kind == FORWARD else None)

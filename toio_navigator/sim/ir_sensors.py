@@ -80,22 +80,27 @@ class CardSighting:
 class VirtualCamera:
     """The camera looks out of the robot's left side at the three cells touching the footprint there.
 
-    It reports a card stuck on the face of such a cell that points back at the robot; the robot's front is on
+    It reports the cards stuck on the face of such a cell that points back at the robot; the robot's front is on
     the right of the picture, so the front-left cell is RIGHT, the left-centre cell CENTRE, the rear-left LEFT.
-    The centre cell wins when several cards are visible.
+    ``capture`` gives one sighting (the centre wins, like a one-answer recogniser), ``capture_all`` every card.
     """
 
     def __init__(self, cards):
         self.cards = {(c.x, c.y, c.face): c.id for c in cards}
 
-    def capture(self, pose: Pose) -> CardSighting:
+    def capture_all(self, pose: Pose) -> list[CardSighting]:
         facing_robot = (pose.heading + 1) % 4  # the robot's right = the direction from the left cells back to it
+        seen = []
         for front, bound in ((0, BOUND_CENTRE), (-1, BOUND_LEFT), (1, BOUND_RIGHT)):
             x, y = pose.cell(front, 2)
             card = self.cards.get((x, y, facing_robot))
             if card is not None:
-                return CardSighting(card, bound)
-        return CardSighting(NO_IMAGE, BOUND_CENTRE)
+                seen.append(CardSighting(card, bound))
+        return seen
+
+    def capture(self, pose: Pose) -> CardSighting:
+        seen = self.capture_all(pose)
+        return seen[0] if seen else CardSighting(NO_IMAGE, BOUND_CENTRE)
 
 
 @dataclass(frozen=True)
