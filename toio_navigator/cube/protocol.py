@@ -113,10 +113,16 @@ def _as_bytes(data: object) -> bytes:
     raise ProtocolError(f'expected bytes, got {type(data).__name__}')
 
 
+_STRUCTS: dict[str, struct.Struct] = {}
+
+
 def _unpack(fmt: str, data: bytes, what: str) -> tuple:
-    size = struct.calcsize(fmt)
-    _check(len(data) == size, f'{what}: expected {size} bytes, got {len(data)}')
-    return struct.unpack(fmt, data)
+    layout = _STRUCTS.get(fmt)
+    if layout is None:
+        layout = _STRUCTS[fmt] = struct.Struct(fmt)
+    if len(data) != layout.size:
+        raise ProtocolError(f'{what}: expected {layout.size} bytes, got {len(data)}')
+    return layout.unpack(data)
 
 
 def _hex(data: bytes) -> str:
@@ -1055,16 +1061,22 @@ def _decode_fixed(cls: type, data: bytes) -> Notification:
     return cls(*values[1:])
 
 
+_ID_MESSAGES = {0x01: PositionId, 0x02: StandardId, 0x03: PositionIdMissed, 0x04: StandardIdMissed}
+_MOTOR_MESSAGES = {0x83: TargetMoveResult, 0x84: MultiTargetMoveResult, 0xE0: MotorSpeed}
+
+
 def _decode_id(data: bytes) -> Notification:
-    table = {0x01: PositionId, 0x02: StandardId, 0x03: PositionIdMissed, 0x04: StandardIdMissed}
-    _check(data[0] in table, f'unknown ID information type 0x{data[0]:02x}')
-    return _decode_fixed(table[data[0]], data)
+    cls = _ID_MESSAGES.get(data[0])
+    if cls is None:
+        raise ProtocolError(f'unknown ID information type 0x{data[0]:02x}')
+    return _decode_fixed(cls, data)
 
 
 def _decode_motor(data: bytes) -> Notification:
-    table = {0x83: TargetMoveResult, 0x84: MultiTargetMoveResult, 0xE0: MotorSpeed}
-    _check(data[0] in table, f'unknown motor notification type 0x{data[0]:02x}')
-    return _decode_fixed(table[data[0]], data)
+    cls = _MOTOR_MESSAGES.get(data[0])
+    if cls is None:
+        raise ProtocolError(f'unknown motor notification type 0x{data[0]:02x}')
+    return _decode_fixed(cls, data)
 
 
 def _decode_sensor(data: bytes) -> Notification:
@@ -1142,9 +1154,11 @@ _DECODERS: dict[Characteristic, Callable[[bytes], Notification]] = {
 
 def decode(char: CharLike, data: bytes) -> Notification:
     """Decode a notification or read from a characteristic (UUID, name or Characteristic)."""
-    data = _as_bytes(data)
-    resolved = characteristic(char)
-    decoder = _DECODERS.get(resolved)
-    _check(decoder is not None, f'{resolved.name} sends no notifications')
-    _check(len(data) >= 1, f'empty notification on {resolved.name}')
-    return decoder(data)  # type: ignore[misc]
+    if type(data) is not bytes:
+        data = _as_bytes(data)
+    resolved = char if type(char) is Characteristic else characteristic(char)
+    decoder = _DECODERS.get(resolved)  # type: ignore[arg-type]
+    if decoder is None or not data:
+        raise ProtocolError(f'{resolved.name} sends no notifications' if decoder is None
+                            else f'empty notification on {resolved.name}')
+    return decoder(data)

@@ -217,6 +217,7 @@ class VirtualCubes:
             raise ValueError(f'{len(names)} names for {n} cubes')
         self.cubes = [VirtualCube(self, i, names[i] if names else cube_name(i)) for i in range(n)]
         world.driving_enabled[:] = False          # a cube nobody is connected to does not drive
+        self.connected = np.zeros(n, dtype=bool)
         self._pending: list[tuple[float, int, int, pr.Command]] = []
         self._seq = itertools.count()
         self._last_motor_accept = np.full(n, -math.inf)
@@ -232,6 +233,7 @@ class VirtualCubes:
         self._id_on_mat_sent = np.zeros(n, dtype=bool)   # the last ID message was a position (not "missed")
         self._missed_sent = np.zeros(n, dtype=bool)
         self._off_mat_since = np.full(n, math.nan)
+        self._off_tracked = False
         self._prev_reading = np.full((n, 3), -1, dtype=np.int64)
         self._changed_at = np.full(n, -math.inf)
         self._last_id_message = [b'\x03'] * n
@@ -274,6 +276,7 @@ class VirtualCubes:
 
     def _on_connect(self, i: int) -> None:
         w = self.world
+        self.connected[i] = True
         w.driving_enabled[i] = True
         self._id_sent_at[i] = -math.inf
         self._id_on_mat_sent[i] = False
@@ -285,6 +288,7 @@ class VirtualCubes:
         self._speed_sent[i] = -1
 
     def _on_disconnect(self, i: int) -> None:
+        self.connected[i] = False
         self._reset_settings(i)
         self.world.stop(i)
         self.world.driving_enabled[i] = False
@@ -428,7 +432,7 @@ class VirtualCubes:
                 self.cubes[i].power_off()
 
     def after_step(self, world: World) -> None:
-        connected = np.fromiter((c.connected for c in self.cubes), dtype=bool, count=world.n)
+        connected = self.connected
         if not connected.any():
             return
         self._id_notifications(world, connected)
@@ -461,23 +465,28 @@ class VirtualCubes:
         wanted = np.where(condition == pr.ID_ALWAYS, True,
                           np.where(condition == pr.ID_ON_CHANGE, big_change, recent_change))
         send = on & interval_ok & (wanted | fresh)
-        self._off_mat_since[r.on_mat] = math.nan
-        newly_off = connected & ~r.on_mat & np.isnan(self._off_mat_since)
-        self._off_mat_since[newly_off] = t
-        missed = connected & ~r.on_mat & self._id_on_mat_sent & (t - self._off_mat_since >= self.missed_delay - 1e-9)
-        fmt, kind = pr.PositionId.FORMAT, pr.PositionId.TYPE
-        for i in np.nonzero(send)[0]:
-            x, y, a = (int(v) for v in reading[i])
-            data = struct.pack(fmt, kind, x, y, a, int(r.sensor_x[i]), int(r.sensor_y[i]), a)
-            self._last_id_message[i] = data
-            self.cubes[i].notify(C.ID_INFORMATION, data)
-        self._id_sent[send] = reading[send]
-        self._id_sent_at[send] = t
-        self._id_on_mat_sent[send] = True
-        for i in np.nonzero(missed)[0]:
-            self._last_id_message[i] = b'\x03'
-            self.cubes[i].notify(C.ID_INFORMATION, b'\x03')
-        self._id_on_mat_sent[missed] = False
+        if send.any():
+            index = np.nonzero(send)[0]
+            rows = np.stack([reading[index, 0], reading[index, 1], reading[index, 2], r.sensor_x[index],
+                             r.sensor_y[index]], axis=1).tolist()
+            fmt, kind = pr.PositionId.FORMAT, pr.PositionId.TYPE
+            for i, (x, y, a, sx, sy) in zip(index.tolist(), rows):
+                data = struct.pack(fmt, kind, x, y, a, sx, sy, a)
+                self._last_id_message[i] = data
+                self.cubes[i].notify(C.ID_INFORMATION, data)
+            self._id_sent[send] = reading[send]
+            self._id_sent_at[send] = t
+            self._id_on_mat_sent[send] = True
+        off = connected & ~r.on_mat
+        if off.any() or self._off_tracked:
+            self._off_mat_since[r.on_mat] = math.nan
+            self._off_mat_since[off & np.isnan(self._off_mat_since)] = t
+            self._off_tracked = bool(off.any())
+            missed = off & self._id_on_mat_sent & (t - self._off_mat_since >= self.missed_delay - 1e-9)
+            for i in np.nonzero(missed)[0].tolist():
+                self._last_id_message[i] = b'\x03'
+                self.cubes[i].notify(C.ID_INFORMATION, b'\x03')
+            self._id_on_mat_sent[missed] = False
 
     # ------------------------------------------------------------------------- other notifications
     def _motion_bytes(self, i: int, collision: bool) -> bytes:

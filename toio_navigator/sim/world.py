@@ -106,7 +106,7 @@ class World:
         self.battery = np.full(n, 100.0)
         self.collision_level = np.full(n, 7, dtype=np.int8)
         self.collided = np.zeros(n, dtype=bool)        # a collision was detected in the last step
-        self._contact = np.zeros((n, n), dtype=bool)
+        self._contacts: set[tuple[int, int]] = set()  # pairs touching after the last sub-step
         self._fence_contact = np.zeros(n, dtype=bool)
         self._accumulated = 0.0
         self._listeners: list[StepListener] = []
@@ -202,7 +202,8 @@ class World:
         self.wheel_speed += (target - self.wheel_speed) * (dt / max(p.motor_tau, dt))
         # the exponential lag never reaches zero; a real wheel does stop
         self.wheel_speed[(target == 0) & (np.abs(self.wheel_speed) < 0.05)] = 0.0
-        self.wheel_speed[self.lifted] = 0.0
+        if self.lifted.any():
+            self.wheel_speed[self.lifted] = 0.0   # wheels in the air move nothing
 
         v = self.wheel_speed.mean(axis=1)
         omega = (self.wheel_speed[:, 0] - self.wheel_speed[:, 1]) / p.wheel_track
@@ -225,54 +226,52 @@ class World:
         the projection iterations then only touch those pairs, which keeps 100 cubes cheap.
         """
         p, r = self.params, self.params.body_radius
-        active = ~self.lifted
         x0, y0, x1, y1 = self.fence
-        self.x = np.clip(self.x, x0 + r, x1 - r)
-        self.y = np.clip(self.y, y0 + r, y1 - r)
-        dx = self.x[None, :] - self.x[:, None]
-        dy = self.y[None, :] - self.y[:, None]
-        near = (dx * dx + dy * dy < (2 * r + 2.0) ** 2) & active[:, None] & active[None, :]
-        i, j = np.nonzero(np.triu(near, k=1))
-        at_fence = self._fence_mask(x0, y0, x1, y1, r)
-        touching_pairs = np.zeros(len(i), dtype=bool)
-        overlap = np.zeros(len(i))
-        for _ in range(p.max_contact_iterations):
-            if not len(i):
-                break
-            pdx, pdy = self.x[j] - self.x[i], self.y[j] - self.y[i]
-            dist = np.hypot(pdx, pdy)
-            overlap = 2 * r - dist
-            touching_pairs |= overlap > 0
-            close = overlap > p.contact_tolerance
-            if not close.any():
-                break
-            ci, cj, cd = i[close], j[close], dist[close]
-            # coincident centres: separate along x, deterministically
-            safe = cd > 1e-9
-            nx = np.where(safe, pdx[close] / np.where(safe, cd, 1.0), 1.0)
-            ny = np.where(safe, pdy[close] / np.where(safe, cd, 1.0), 0.0)
-            push = overlap[close]
-            # each cube of a pair gives way by half; the fence clamp below then pushes back whoever crossed it,
-            # and the next iteration hands that push on (projection, iterated to contact_tolerance)
-            np.add.at(self.x, ci, -0.5 * nx * push)
-            np.add.at(self.y, ci, -0.5 * ny * push)
-            np.add.at(self.x, cj, 0.5 * nx * push)
-            np.add.at(self.y, cj, 0.5 * ny * push)
-            self.x = np.clip(self.x, x0 + r, x1 - r)
-            self.y = np.clip(self.y, y0 + r, y1 - r)
-            at_fence |= self._fence_mask(x0, y0, x1, y1, r)
+        lo_x, lo_y, hi_x, hi_y = x0 + r, y0 + r, x1 - r, y1 - r
+        at_fence = (self.x < lo_x) | (self.x > hi_x) | (self.y < lo_y) | (self.y > hi_y)
+        np.clip(self.x, lo_x, hi_x, out=self.x)
+        np.clip(self.y, lo_y, hi_y, out=self.y)
+        dx = self.x - self.x[:, None]
+        dy = self.y - self.y[:, None]
+        i, j = np.nonzero(dx * dx + dy * dy < (2 * r + 2.0) ** 2)
+        upper = i < j
+        i, j = i[upper], j[upper]
+        if len(i) and self.lifted.any():
+            active = ~self.lifted[i] & ~self.lifted[j]
+            i, j = i[active], j[active]
+        touching: set[tuple[int, int]] = set()
         if len(i):
+            touched = np.zeros(len(i), dtype=bool)
+            for _ in range(p.max_contact_iterations):
+                pdx, pdy = self.x[j] - self.x[i], self.y[j] - self.y[i]
+                dist = np.hypot(pdx, pdy)
+                overlap = 2 * r - dist
+                touched |= overlap > 0
+                close = overlap > p.contact_tolerance
+                if not close.any():
+                    break
+                ci, cj, cd = i[close], j[close], dist[close]
+                # coincident centres: separate along x, deterministically
+                safe = cd > 1e-9
+                nx = np.where(safe, pdx[close] / np.where(safe, cd, 1.0), 1.0)
+                ny = np.where(safe, pdy[close] / np.where(safe, cd, 1.0), 0.0)
+                half = 0.5 * overlap[close]
+                # each cube of a pair gives way by half; the fence clamp below pushes back whoever crossed it,
+                # and the next iteration hands that push on (projection, iterated to contact_tolerance)
+                np.add.at(self.x, ci, -nx * half)
+                np.add.at(self.y, ci, -ny * half)
+                np.add.at(self.x, cj, nx * half)
+                np.add.at(self.y, cj, ny * half)
+                at_fence |= (self.x < lo_x) | (self.x > hi_x) | (self.y < lo_y) | (self.y > hi_y)
+                np.clip(self.x, lo_x, hi_x, out=self.x)
+                np.clip(self.y, lo_y, hi_y, out=self.y)
             residual = 2 * r - np.hypot(self.x[j] - self.x[i], self.y[j] - self.y[i])
             self.max_overlap = max(self.max_overlap, float(residual.max()))
-        self._fence_hits(at_fence, v)
-        touching = np.zeros((self.n, self.n), dtype=bool)
-        touching[i[touching_pairs], j[touching_pairs]] = True
-        self._collision_events(touching | touching.T, v)
-
-    def _fence_mask(self, x0: float, y0: float, x1: float, y1: float, r: float) -> np.ndarray:
-        eps = 1e-9
-        return ((self.x <= x0 + r + eps) | (self.x >= x1 - r - eps)
-                | (self.y <= y0 + r + eps) | (self.y >= y1 - r - eps))
+            touching = set(zip(i[touched].tolist(), j[touched].tolist()))
+        if at_fence.any() or self._fence_contact.any():
+            self._fence_hits(at_fence, v)
+        if touching or self._contacts:
+            self._collision_events(touching, v)
 
     def _fence_hits(self, at_fence: np.ndarray, v: np.ndarray) -> None:
         new = at_fence & ~self._fence_contact
@@ -280,18 +279,19 @@ class World:
         self.collided |= new & (np.abs(v) >= threshold)
         self._fence_contact = at_fence
 
-    def _collision_events(self, touching: np.ndarray, v: np.ndarray) -> None:
-        new = touching & ~self._contact
-        self._contact = touching
-        if not new.any():
+    def _collision_events(self, touching: set[tuple[int, int]], v: np.ndarray) -> None:
+        new = touching - self._contacts
+        self._contacts = touching
+        if not new:
             return
+        i, j = np.array(sorted(new)).T
         vx, vy = np.cos(self.theta) * v, np.sin(self.theta) * v
-        i, j = np.nonzero(new)
         dx, dy = self.x[j] - self.x[i], self.y[j] - self.y[i]
         dist = np.maximum(np.hypot(dx, dy), 1e-9)
-        approach = ((vx[i] - vx[j]) * dx + (vy[i] - vy[j]) * dy) / dist
-        hard = approach >= self.collision_level[i] * self.params.collision_speed_per_level
-        self.collided[i[hard]] = True
+        approach = ((vx[i] - vx[j]) * dx + (vy[i] - vy[j]) * dy) / dist   # closing speed, units/s
+        per_level = self.params.collision_speed_per_level
+        self.collided[i[approach >= self.collision_level[i] * per_level]] = True
+        self.collided[j[approach >= self.collision_level[j] * per_level]] = True
 
     # ------------------------------------------------------------------------------------------ sensing
     @property
@@ -306,10 +306,10 @@ class World:
         # forward = (c, s); the cube's left on a y-down mat = (s, -c)
         return self.x - p.sensor_back * c + p.sensor_left * s, self.y - p.sensor_back * s - p.sensor_left * c
 
-    def sensor_on_mat(self) -> np.ndarray:
+    def sensor_on_mat(self, points: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Which cubes' ID sensors see the coded area (not lifted, on their wheels, sensor over the mat)."""
         m = self.mat
-        sx, sy = self.sensor_points()
+        sx, sy = self.sensor_points() if points is None else points
         return ((sx >= m.x_min) & (sx <= m.x_max) & (sy >= m.y_min) & (sy <= m.y_max)
                 & ~self.lifted & (self.posture == 1))
 
@@ -317,7 +317,7 @@ class World:
         """Quantised Position ID of every cube as the firmware would report it (noise drawn only if enabled)."""
         p = self.params
         sx, sy = self.sensor_points()
-        on_mat = self.sensor_on_mat()
+        on_mat = self.sensor_on_mat((sx, sy))
         x, y, deg = self.x.copy(), self.y.copy(), np.degrees(self.theta)
         if p.position_noise > 0:
             noise = self.rng.normal(0.0, p.position_noise, size=(2, self.n))
