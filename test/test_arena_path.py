@@ -177,3 +177,16 @@ def test_cli_reports_no_path_and_bad_input(tmp_path, capsys):
     blocked.write_text(json.dumps(layout))
     code, _, err = run_cli(['fastest-path', '--arena', str(blocked), '--out', str(out)], capsys)
     assert code != 0 and 'blocked start' in err
+
+
+def test_route_pictures(tmp_path):
+    from toio_navigator.arena.render import ascii_map, save_png
+    grid = np.zeros((20, 15), dtype=bool)
+    grid[10, 7] = True
+    route = fastest_path(grid, turn_cost=2)
+    text = ascii_map(np.ones_like(grid), grid, route.poses, Pose(1, 1, 0)).splitlines()
+    assert len(text) == 20 and text[19 - 10][7] == '#' and text[19 - 1][1] == '^' and text[19 - 18][13] == '*'
+    assert sum(line.count('*') for line in text) == len({(p.x, p.y) for p in route.poses}) - 1
+    png = tmp_path / 'map.png'
+    save_png(png, np.ones_like(grid), grid, route.poses, truth=grid, waypoint=(7, 12), title='t')
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'

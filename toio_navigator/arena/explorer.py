@@ -21,7 +21,7 @@ Behaviour (seed 001 and reference §4):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
