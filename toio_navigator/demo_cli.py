@@ -1,69 +1,302 @@
 """`toio-nav demo`: the README's main command.
 
-Foundation stage: the simulated swarm demo is not built yet. Until it is, this honestly runs what exists:
-a cube-state publisher and a subscriber in two ROS 2 processes over real DDS, with our own message type.
+Eight simulated cubes on the toio collection mat swap places through the centre. The demo starts the simulated
+bringup (mat_sim, one cube_driver per cube, the navigator: the same nodes and YAML as `toio-nav bringup`, one
+process each, over real DDS), waits until every driver is connected, sends every cube its goal through the
+navigator's ``navigator/set_goal`` service, prints a progress line while they drive and, at the end, a summary
+(all reached?, time, minimum clearance, contacts). It leaves in the output folder a rosbag2 (mcap) of all topics
+and a PNG of the trajectories. Exit code 0 only if every cube arrived without a single contact.
 """
 from __future__ import annotations
 
 import argparse
-import subprocess
+import math
+import os
+import shutil
 import sys
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import numpy as np
+
+from toio_navigator.units import METRES_PER_UNIT, ros_to_mat_xy
+
+BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT      # mat units; two cubes touch below twice this centre distance
+
+
+# ------------------------------------------------------------------------------------------------ pure parts
+
+def swap_goals(starts: np.ndarray, mat_rect) -> np.ndarray:
+    """Each cube's goal: its start mirrored through the mat centre (so every path crosses the centre)."""
+    x0, y0, x1, y1 = mat_rect
+    return np.column_stack([x0 + x1 - starts[:, 0], y0 + y1 - starts[:, 1]])
+
+
+@dataclass
+class Tracker:
+    """Ground-truth frames of the run: trajectories, the smallest clearance and contact events."""
+    n: int
+    contact_distance: float = 2 * BODY_RADIUS
+    times: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
+    min_clearance: float = math.inf                 # mat units, body to body
+    contacts: int = 0                               # pairs that came into contact (counted when they start)
+    _touching: np.ndarray | None = None
+
+    def add(self, t: float, xy: np.ndarray) -> None:
+        xy = np.asarray(xy, dtype=float).reshape(self.n, 2)
+        self.times.append(t)
+        self.frames.append(xy)
+        if self.n < 2:
+            return
+        d = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
+        iu = np.triu_indices(self.n, 1)
+        pair = d[iu]
+        self.min_clearance = min(self.min_clearance, float(pair.min()) - self.contact_distance)
+        touching = pair <= self.contact_distance + 1e-6
+        before = np.zeros_like(touching) if self._touching is None else self._touching
+        self.contacts += int(np.count_nonzero(touching & ~before))
+        self._touching = touching
+
+    def trajectories(self) -> np.ndarray:
+        return np.stack(self.frames) if self.frames else np.zeros((0, self.n, 2))
+
+
+def draw(path: Path, names: list[str], traj: np.ndarray, goals: np.ndarray, mat_rect, title: str) -> None:
+    """PNG of the trajectories on the mat (mat frame: y grows downwards, as printed)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 7), dpi=110)
+    x0, y0, x1, y1 = mat_rect
+    ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.5, color='0.3'))
+    colours = plt.get_cmap('tab10')
+    for i, name in enumerate(names):
+        c = colours(i % 10)
+        if len(traj):
+            ax.plot(traj[:, i, 0], traj[:, i, 1], '-', color=c, lw=1.4, label=name)
+            ax.add_patch(plt.Circle(traj[0, i], BODY_RADIUS, fill=False, color=c, lw=1))
+            ax.add_patch(plt.Circle(traj[-1, i], BODY_RADIUS, color=c, alpha=0.5))
+        ax.plot(*goals[i], 'x', color=c, ms=9, mew=2)
+    ax.set_xlim(x0 - 15, x1 + 15)
+    ax.set_ylim(y1 + 15, y0 - 15)         # y down, as on the mat
+    ax.set_aspect('equal')
+    ax.set_xlabel('x (mat units)')
+    ax.set_ylabel('y (mat units, down)')
+    ax.set_title(title, fontsize=9)
+    ax.legend(loc='upper right', fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: Path, png: Path,
+                  timed_out: bool) -> list[str]:
+    n_ok = sum(bool(reached.get(c)) for c in names)
+    clearance = tracker.min_clearance
+    lines = [
+        f'all reached:       {"yes" if n_ok == len(names) else "NO"} ({n_ok}/{len(names)} cubes)'
+        + (' - timed out' if timed_out else ''),
+        f'time:              {elapsed:.1f} s from the first goal to the last arrival',
+        f'minimum clearance: {clearance * METRES_PER_UNIT * 1000:.1f} mm body to body '
+        f'({clearance:.1f} mat units)' if math.isfinite(clearance) else 'minimum clearance: n/a (no ground truth)',
+        f'contacts:          {tracker.contacts}',
+        f'bag (mcap):        {bag}',
+        f'trajectories:      {png}',
+    ]
+    missing = [c for c in names if not reached.get(c)]
+    if missing:
+        lines.insert(1, f'not reached:       {", ".join(missing)}')
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------ the live run
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--count', type=int, default=20, help='messages to exchange (default 20)')
+    parser.add_argument('--out', type=Path, default=Path('out/demo'),
+                        help='output folder for the bag and the picture (default out/demo)')
+    parser.add_argument('--timeout', type=float, default=90.0,
+                        help='give up this many seconds after the first goal (default 90)')
+    parser.add_argument('--stagger', type=float, default=0.3,
+                        help='seconds between two cubes\' goals (default 0.3; 0 = all at once)')
+    parser.add_argument('--arena', metavar='LAYOUT', default=None,
+                        help='arena exploration demo (not available yet)')
+    parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
+                        help='bringup parameter files (default: config/navigator.yaml + config/sim.yaml)')
 
 
-def _talk(count: int) -> None:
-    import rclpy
-    from rclpy.node import Node
+class DemoError(RuntimeError):
+    pass
 
-    from toio_navigator.msg import CubeState
 
-    rclpy.init()
-    node = Node('demo_talker')
-    pub = node.create_publisher(CubeState, 'cube1/state', 10)
-    deadline = time.monotonic() + 30.0
-    i = 0
-    while rclpy.ok() and time.monotonic() < deadline and i < count * 50:
-        try:
-            pub.publish(CubeState(cube='cube1', x=250.0 + i, y=250.0, on_mat=True, battery=100,
-                                  link_state=CubeState.LINK_CONNECTED))
-        except Exception:  # SIGTERM from the demo shuts the context down between ok() and publish()
-            break
-        i += 1
-        time.sleep(0.05)
-    if rclpy.ok():
-        rclpy.shutdown()
+def _wait(executor, condition, timeout: float, what: str, children) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        dead = children.check()
+        if dead:
+            raise DemoError(f'{", ".join(dead)} stopped while waiting for {what}')
+        if time.monotonic() > deadline:
+            raise DemoError(f'timed out after {timeout:.0f} s waiting for {what}')
+        executor.spin_once(timeout_sec=0.05)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.count < 1:
-        print('toio-nav demo: --count must be at least 1', file=sys.stderr)
+    import importlib.util
+
+    from toio_navigator.nodes import bringup
+
+    if args.arena is not None:
+        print('toio-nav demo --arena: not yet: the arena exploration demo comes with the arena_explorer node '
+              '(a later issue). Try `toio-nav explore --arena LAYOUT.json --out RESULT.json` meanwhile.',
+              file=sys.stderr)
         return 2
-    import rclpy
-    from rclpy.node import Node
-
-    from toio_navigator.msg import CubeState
-
-    print('toio-nav demo (foundation stage): the simulated swarm demo is not built yet; this shows the ROS 2 '
-          'stack working: a CubeState publisher process and this subscriber, over real DDS.')
-    talker = subprocess.Popen([sys.executable, '-c', f'from toio_navigator.demo_cli import _talk; _talk({args.count})'])
+    if not (args.timeout > 0 and args.stagger >= 0):
+        print('toio-nav demo: --timeout must be > 0 and --stagger >= 0', file=sys.stderr)
+        return 2
+    missing = [s.module for s in bringup.NODES if 'sim' in s.profiles and importlib.util.find_spec(s.module) is None]
+    if missing:
+        print(f'toio-nav demo: not available yet: {", ".join(missing)} is not in this checkout', file=sys.stderr)
+        return 2
     try:
-        rclpy.init()
-        node = Node('demo_listener')
-        got: list[CubeState] = []
-        node.create_subscription(CubeState, 'cube1/state', got.append, 10)
-        deadline = time.monotonic() + 30.0
-        while len(got) < args.count and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        rclpy.shutdown()
-    finally:
-        talker.terminate()
-        talker.wait(timeout=10)
-    if len(got) < args.count:
-        print(f'received only {len(got)}/{args.count} CubeState messages in 30 s', file=sys.stderr)
+        files = [p.resolve() for p in args.params_file] if args.params_file else bringup.profile_files('sim')
+        names = bringup.read_cubes(files)
+    except bringup.BringupError as exc:
+        print(f'toio-nav demo: {exc}', file=sys.stderr)
+        return 2
+    out = args.out
+    bag_dir, png = out / 'bag', out / 'trajectories.png'
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if bag_dir.exists():
+            if not (bag_dir / 'metadata.yaml').exists() and any(bag_dir.iterdir()):
+                raise DemoError(f'{bag_dir} exists and is not a bag of a previous demo; not overwriting it')
+            shutil.rmtree(bag_dir)
+    except (OSError, DemoError) as exc:
+        print(f'toio-nav demo: cannot use {out}: {exc}', file=sys.stderr)
+        return 2
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    try:
+        return _run_live(args, files, names, bag_dir, png)
+    except DemoError as exc:
+        print(f'\ntoio-nav demo: {exc}', file=sys.stderr)
         return 1
-    print(f'received {len(got)} CubeState messages from another process; last x = {got[-1].x:.0f} mat units')
-    return 0
+
+
+def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
+    import rclpy
+    from geometry_msgs.msg import PoseArray
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.qos import qos_profile_sensor_data
+
+    from toio_navigator.bags.record import BagWriter, TopicRecorder
+    from toio_navigator.msg import CubeState, NavGoal, NavResult
+    from toio_navigator.nodes import bringup
+    from toio_navigator.srv import SetGoal
+
+    n = len(names)
+    print(f'toio-nav demo: {n} simulated cubes swap places through the centre of the collection mat '
+          f'(ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})', flush=True)
+    started = time.monotonic()
+    children = bringup.Children()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node('demo', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    writer = BagWriter(bag_dir, 'mcap')
+    recorder = TopicRecorder(node, writer)
+    tracker = Tracker(n)
+    states: dict[str, object] = {}
+    reached: dict[str, bool] = {}
+    goal_ids: dict[str, int] = {}
+    t0 = [None]
+
+    def on_truth(msg: PoseArray) -> None:
+        if len(msg.poses) != n or t0[0] is None:
+            return
+        xy = np.array([ros_to_mat_xy(p.position.x, p.position.y) for p in msg.poses])
+        tracker.add(time.monotonic() - t0[0], xy)
+
+    def on_result(cube: str, msg: NavResult) -> None:
+        if goal_ids.get(cube) and msg.goal_id == goal_ids[cube] and msg.reached and not reached.get(cube):
+            reached[cube] = time.monotonic()
+
+    node.create_subscription(PoseArray, 'mat_sim/ground_truth', on_truth, qos_profile_sensor_data)
+    for c in names:
+        node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: states.__setitem__(c, m),
+                                 qos_profile_sensor_data)
+        node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: on_result(c, m), 10)
+    set_goal = node.create_client(SetGoal, 'navigator/set_goal')
+    node.create_timer(0.5, recorder.discover)
+    timed_out = False
+    try:
+        children.start(bringup.plan('sim', names), files)
+        _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
+                                    and states[c].on_mat for c in names), 60.0,
+              'every cube driver to connect and read its position', children)
+        _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children)
+        recorder.discover()
+        print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
+        starts = np.array([(states[c].x, states[c].y) for c in names])
+        goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
+        t0[0] = time.monotonic()
+        pending = list(range(n))
+        last_print = -math.inf
+        tty = sys.stdout.isatty()
+        while True:
+            now = time.monotonic() - t0[0]
+            while pending and now >= pending[0] * args.stagger:
+                i = pending.pop(0)
+                goal_ids[names[i]] = 100 + i
+                req = SetGoal.Request(goal=NavGoal(goal_id=100 + i, cube=names[i], x=float(goals[i, 0]),
+                                                   y=float(goals[i, 1]), direction=NavGoal.TOWARDS))
+                future = set_goal.call_async(req)
+                _wait(executor, future.done, 10.0, f'the navigator to accept {names[i]}\'s goal', children)
+                if not future.result().accepted:
+                    raise DemoError(f'the navigator refused {names[i]}\'s goal: {future.result().reason}')
+            executor.spin_once(timeout_sec=0.02)
+            dead = children.check()
+            if dead:
+                raise DemoError(f'{", ".join(dead)} stopped during the run')
+            done = sum(bool(reached.get(c)) for c in names)
+            if now - last_print >= (0.5 if tty else 2.0) or done == n:
+                last_print = now
+                clear = (f'{tracker.min_clearance * METRES_PER_UNIT * 1000:5.1f} mm'
+                         if math.isfinite(tracker.min_clearance) else '   n/a  ')
+                line = f'  t = {now:5.1f} s   reached {done}/{n}   min clearance {clear}   contacts {tracker.contacts}'
+                # one line rewritten in place on a terminal; a line every 2 s in a log
+                print(f'\r{line}   ' if tty else line, end='' if tty else '\n', flush=True)
+            if done == n and not pending:
+                break
+            if now > args.timeout:
+                timed_out = True
+                break
+        if tty:
+            print(flush=True)
+        settle = time.monotonic() + 0.5            # a last half second into the bag: cubes standing still
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.02)
+    finally:
+        recorder.stop()
+        writer.close()
+        children.stop()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    arrivals = [reached[c] for c in names if reached.get(c)]
+    elapsed = (max(arrivals) - t0[0]) if arrivals and not timed_out else (time.monotonic() - t0[0])
+    ok = len(arrivals) == n and tracker.contacts == 0 and not timed_out
+    title = (f'{n}-cube swap through the centre: {"all reached" if len(arrivals) == n else "NOT all reached"}, '
+             f'{elapsed:.1f} s, min clearance {tracker.min_clearance * METRES_PER_UNIT * 1000:.1f} mm, '
+             f'{tracker.contacts} contacts')
+    draw(png, names, tracker.trajectories(), goals, (45.0, 45.0, 455.0, 455.0), title)
+    print('summary')
+    for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out):
+        print('  ' + line)
+    topics = sum(1 for c in writer.counts.values() if c)
+    print(f'  recorded {sum(writer.counts.values())} messages on {topics} topics; total run '
+          f'{time.monotonic() - started:.1f} s')
+    return 0 if ok else 1
