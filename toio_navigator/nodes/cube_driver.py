@@ -29,7 +29,7 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import InvalidHandle, ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -220,6 +220,8 @@ class CubeDriverNode(Node):
     def _on_link_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
         self._link = state
+        if self._closing:
+            return
         with self._lock:
             self._state.link_state = _CUBE_LINK[state]
         if state is LinkState.CONNECTED:
@@ -246,12 +248,16 @@ class CubeDriverNode(Node):
                 try:
                     self._on_notify(char, await t.read(char))
                 except TransportError as exc:
+                    if self._closing:
+                        return
                     self.get_logger().info(f'{self.cube}: initial read of {char.name} failed: {exc}')
         except TransportError as exc:
-            self.get_logger().warning(f'{self.cube}: configuring the cube failed: {exc}')
+            if not self._closing:
+                self.get_logger().warning(f'{self.cube}: configuring the cube failed: {exc}')
             return
-        self.get_logger().info(f'{self.cube}: connected, firmware {self.firmware}')
-        self._publish_link_status()
+        if not self._closing:
+            self.get_logger().info(f'{self.cube}: connected, firmware {self.firmware}')
+            self._publish_link_status()
 
     async def _query_version(self) -> str:
         event = self._version_event
@@ -299,7 +305,10 @@ class CubeDriverNode(Node):
                          detail=self._link_detail)
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self.config.frame_id
-        self._pub_link.publish(msg)
+        try:
+            self._pub_link.publish(msg)
+        except InvalidHandle:       # the node is being destroyed while the link thread reports
+            pass
 
     # -------------------------------------------------------------------------------------------- commands
     async def _write_motor(self, data: bytes) -> None:
@@ -434,7 +443,10 @@ class CubeDriverNode(Node):
             s = self._state
             if self._pose is None:
                 s.header.stamp = self.get_clock().now().to_msg()
-            self._pub_state.publish(s)
+            try:
+                self._pub_state.publish(s)
+            except InvalidHandle:   # the node is being destroyed while the link thread reports
+                return
             s.collision = s.double_tap = False
 
     # -------------------------------------------------------------------------------------------- shutdown

@@ -1,0 +1,241 @@
+"""cube_driver: parameters, conversions, and the bytes it exchanges with a cube (in process, with a fake cube peer
+on the simulated BLE topics, so every byte is checked exactly)."""
+from __future__ import annotations
+
+import math
+import struct
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+msg = pytest.importorskip('toio_navigator.msg')
+
+from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+
+from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import protocol as p  # noqa: E402
+from toio_navigator.nodes import conversions  # noqa: E402
+from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
+from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+
+CONFIG = p.Characteristic.CONFIGURATION.value
+MOTOR = p.Characteristic.MOTOR_CONTROL.value
+ID = p.Characteristic.ID_INFORMATION.value
+
+
+# ----------------------------------------------------------------------------------------------- pure parts
+
+@pytest.mark.parametrize('values, parameter', [
+    ({'transport': 'wifi'}, 'transport'),
+    ({'transport': 'ble'}, 'ble_name'),
+    ({'motor_duration_ms': 0}, 'motor_duration_ms'),
+    ({'motor_duration_ms': 3000}, 'motor_duration_ms'),
+    ({'id_notify_condition': 'sometimes'}, 'id_notify_condition'),
+    ({'connect_timeout_s': -1.0}, 'connect_timeout_s'),
+    ({'reconnect_initial_s': 5.0, 'reconnect_max_s': 1.0}, 'reconnect_max_s'),
+    ({'dead_zone': 200}, 'dead_zone'),
+    ({'imu': 'gyro'}, 'imu'),
+])
+def test_bad_parameters_are_named_in_the_error(values, parameter):
+    with pytest.raises(ConfigError, match=f'parameter {parameter}:'):
+        DriverConfig.from_values(values, '/cube1')
+
+
+def test_cube_name_comes_from_the_namespace_and_must_exist():
+    assert DriverConfig.from_values({}, '/cube7').cube == 'cube7'
+    assert DriverConfig.from_values({'cube': 'alpha'}, '/cube7').cube == 'alpha'
+    with pytest.raises(ConfigError, match='parameter cube:'):
+        DriverConfig.from_values({}, '/')
+
+
+def test_twist_is_converted_with_the_wheel_track_and_clipped_keeping_the_turn_radius():
+    forward = Twist()
+    forward.linear.x = 0.1                          # 10 cm/s straight
+    left, right = conversions.twist_to_wheels(forward)
+    assert left == right == round(0.1 * units.UNITS_PER_METRE / units.UNITS_PER_S_PER_MOTOR_UNIT)
+    turn = Twist()
+    turn.linear.x, turn.angular.z = 1.0, 2.0        # far too fast, turning left (counter-clockwise)
+    left, right = conversions.twist_to_wheels(turn)
+    assert right == 115 and 0 < left < right        # left turn: the right wheel is faster, capped at 115
+    raw_left, raw_right = units.twist_to_motor(1.0, 2.0)
+    assert left / right == pytest.approx(raw_left / raw_right, abs=0.01)
+    slow = Twist()
+    slow.linear.x = 0.01                            # below the dead zone: sent as 0, not as a stalled wheel
+    assert conversions.twist_to_wheels(slow) == (0, 0)
+    bad = Twist()
+    bad.linear.x = math.nan
+    with pytest.raises(ValueError):
+        conversions.twist_to_wheels(bad)
+
+
+def test_pose_is_rep103_metres_y_up_counter_clockwise():
+    msg_ = conversions.pose_stamped(411.0, 100.0, math.pi / 2, stamp=rclpy.time.Time().to_msg())
+    assert msg_.header.frame_id == 'mat'
+    assert msg_.pose.position.x == pytest.approx(0.560)
+    assert msg_.pose.position.y == pytest.approx(-100 * 0.560 / 411)
+    o = msg_.pose.orientation
+    assert units.quaternion_to_yaw(o.x, o.y, o.z, o.w) == pytest.approx(-math.pi / 2)   # mat clockwise 90 deg
+    assert conversions.mat_pose_from_pose(msg_.pose) == pytest.approx((411.0, 100.0, math.pi / 2))
+
+
+# ----------------------------------------------------------------------------------------------- in process
+
+class FakeCube(Node):
+    """The other end of <cube>/ble/tx|rx: records every frame the driver writes and answers the version request."""
+
+    READS = {p.Characteristic.BATTERY_INFORMATION.value: b'\x50', p.Characteristic.BUTTON_INFORMATION.value: b'\x01\x80',
+             p.Characteristic.SENSOR_INFORMATION.value: b'\x01\x01\x00\x00\x01\x00'}
+
+    def __init__(self, version: str = '2.4.0', context=None) -> None:
+        super().__init__('fake_cube', context=context)
+        self.frames: list = []
+        self.version = version
+        self.rx = self.create_publisher(msg.BleFrame, '/cube1/ble/rx', BLE_QOS)
+        self.create_subscription(msg.BleFrame, '/cube1/ble/tx', self._on_tx, BLE_QOS)
+
+    def _on_tx(self, frame) -> None:
+        self.frames.append((frame.uuid, bytes(frame.data), frame.op, frame.with_response))
+        if frame.uuid == CONFIG and bytes(frame.data) == b'\x01\x00' and self.version:
+            self.notify(CONFIG, b'\x81\x00' + self.version.encode())
+        if frame.op == msg.BleFrame.READ:
+            self.rx.publish(msg.BleFrame(uuid=frame.uuid, op=msg.BleFrame.READ_RESPONSE, seq=frame.seq,
+                                         data=self.READS.get(frame.uuid, b'')))
+
+    def notify(self, uuid: str, data: bytes) -> None:
+        self.rx.publish(msg.BleFrame(uuid=uuid, op=msg.BleFrame.NOTIFY, data=data))
+
+    def written(self, uuid: str) -> list[bytes]:
+        return [data for u, data, op, _ in self.frames if u == uuid and op == msg.BleFrame.WRITE]
+
+
+@pytest.fixture
+def ros(ros_domain):
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def spin_until(executor, predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        executor.spin_once(timeout_sec=0.02)
+    return predicate()
+
+
+@pytest.fixture
+def rig(ros):
+    """make(**params) -> (fake cube, driver for /cube1 with those parameters, probe node, executor)."""
+    nodes = []
+
+    def make(version: str = '2.4.0', **params):
+        cube = FakeCube(version, context=ros)
+        overrides = [Parameter(k, value=v) for k, v in params.items()]
+        drv = CubeDriverNode(namespace='cube1', context=ros, parameter_overrides=overrides)
+        probe = Node('probe', context=ros)
+        ex = SingleThreadedExecutor(context=ros)
+        for n in (cube, drv, probe):
+            ex.add_node(n)
+        nodes.extend([drv, cube, probe])
+        return cube, drv, probe, ex
+    yield make
+    for n in nodes:
+        n.destroy_node()
+
+
+def test_driver_configures_the_cube_and_sends_motor_commands_with_their_duration(rig):
+    cube, driver, probe, ex = rig(motor_duration_ms=300)
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    twist = probe.create_publisher(Twist, '/cube1/cmd_vel', 10)
+    assert spin_until(ex, lambda: b'\x1c\x00\x01' in cube.written(CONFIG))
+    settings = cube.written(CONFIG)
+    assert settings[0] == b'\x01\x00'                                  # version first
+    assert b'\x18\x00\x01\x00' in settings                             # ID every 10 ms, always (a still cube stays fresh)
+    assert b'\x19\x00\x07' in settings and b'\x1c\x00\x01' in settings  # missed after 70 ms, wheel speeds on
+    assert spin_until(ex, lambda: cmd.get_subscription_count() > 0 and twist.get_subscription_count() > 0)
+
+    cmd.publish(msg.MotorCommand(left=50, right=-20, duration_ms=100))
+    assert spin_until(ex, lambda: b'\x02\x01\x01\x32\x02\x02\x14\x0a' in cube.written(MOTOR))
+    cmd.publish(msg.MotorCommand(left=500, right=3, duration_ms=0))   # clipped to 115, dead zone, default duration
+    assert spin_until(ex, lambda: b'\x02\x01\x01\x73\x02\x01\x00\x1e' in cube.written(MOTOR))
+    t = Twist()
+    t.linear.x = -0.1
+    twist.publish(t)                                                  # backwards 10 cm/s = 35.5 -> 36 motor units
+    assert spin_until(ex, lambda: b'\x02\x01\x02\x24\x02\x02\x24\x1e' in cube.written(MOTOR))
+    # every motor write carries a duration (0x02, last byte non-zero): a dead link stops the cube
+    assert all(w[0] == 0x02 and w[7] > 0 for w in cube.written(MOTOR))
+    # and motor writes are sent without response, as the characteristic requires
+    assert all(not resp for u, _d, _op, resp in cube.frames if u == MOTOR)
+
+
+def test_position_notification_becomes_state_pose_and_odometry(rig):
+    cube, driver, probe, ex = rig(publish_odom=True)
+    states, poses, odoms = [], [], []
+    probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
+    probe.create_subscription(PoseStamped, '/cube1/pose', poses.append, 10)
+    from nav_msgs.msg import Odometry
+    probe.create_subscription(Odometry, '/cube1/odom', odoms.append, 10)
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0')
+    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))    # fact-sheet vector: (709, 383) 306 deg
+    assert spin_until(ex, lambda: poses and odoms and any(s.on_mat for s in states))
+    s = [s for s in states if s.on_mat][-1]
+    assert (s.cube, s.x, s.y, s.link_state, s.firmware_version) == ('cube1', 709.0, 383.0, 2, '2.4.0')
+    assert s.theta == pytest.approx(math.radians(306) - 2 * math.pi)  # [-pi, pi)
+    pose = poses[-1].pose
+    assert (pose.position.x, pose.position.y) == pytest.approx((709 * units.METRES_PER_UNIT, -383 * units.METRES_PER_UNIT))
+    assert units.quaternion_to_yaw(pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                                   pose.orientation.w) == pytest.approx(-(math.radians(306) - 2 * math.pi))
+    assert odoms[-1].child_frame_id == 'cube1/base_link'
+
+    cube.notify(ID, b'\x03')                                          # position ID missed
+    assert spin_until(ex, lambda: not states[-1].on_mat)
+    assert (states[-1].x, states[-1].y) == (709.0, 383.0)             # keeps the last pose
+    cube.notify(ID, b'\x01\x02')                                      # garbage: counted, nothing published
+    n = len(states)
+    assert spin_until(ex, lambda: driver.bad_notifications == 1)
+    assert len(states) == n
+
+
+def test_a_one_off_pose_glitch_is_held_back_until_confirmed(rig):
+    cube, driver, probe, ex = rig()
+    states = []
+    probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0')
+
+    def pos(x, y):
+        return bytes(struct.pack('<BHHHHHH', 1, x, y, 0, x, y, 0))
+    for data in (pos(200, 200), pos(340, 200), pos(201, 200)):        # a 140-unit jump that the next sample undoes
+        cube.notify(ID, data)
+    assert spin_until(ex, lambda: [s.x for s in states if s.on_mat][-1:] == [201.0])
+    assert 340.0 not in [s.x for s in states]
+    cube.notify(ID, pos(340, 200))
+    cube.notify(ID, pos(341, 200))                                    # a real move: confirmed by the next sample
+    assert spin_until(ex, lambda: [s.x for s in states][-1:] == [341.0])
+    assert driver.outliers_held == 2
+
+
+def test_a_cube_that_never_answers_the_version_is_driven_as_2_0_0(rig):
+    cube, driver, probe, ex = rig(version='', version_timeout_s=0.05)
+    assert spin_until(ex, lambda: driver.firmware == '2.0.0')
+    assert spin_until(ex, lambda: 'position-ID notification settings' in driver.unsupported)
+    assert not any(w[0] in (0x18, 0x1c, 0x1d) for w in cube.written(CONFIG))   # nothing 2.0.0 would not understand
+
+
+def test_link_state_is_latched_and_follows_the_peer(rig, ros):
+    cube, driver, probe, ex = rig()
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0')
+    late = []
+    probe.create_subscription(msg.LinkStatus, '/cube1/link_state', late.append, latched)
+    assert spin_until(ex, lambda: late and late[-1].state == msg.LinkStatus.CONNECTED)   # a late subscriber hears it
+    ex.remove_node(cube)
+    cube.destroy_node()                                               # the "cube" goes away: link lost, reconnecting
+    assert spin_until(ex, lambda: late[-1].state == msg.LinkStatus.RECONNECTING)

@@ -1,0 +1,133 @@
+"""cube_driver + mat_sim as separate processes over real DDS: command in -> exact bytes at the virtual cube -> the
+cube moves -> state and pose out; a killed driver's cube stops by its command's duration; bad parameters exit
+non-zero with a message, not a traceback."""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+msg = pytest.importorskip('toio_navigator.msg')
+
+from geometry_msgs.msg import PoseArray, PoseStamped  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+
+from toio_navigator import units  # noqa: E402
+from toio_navigator.cube.protocol import Characteristic  # noqa: E402
+from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+
+MOTOR = Characteristic.MOTOR_CONTROL.value
+
+
+def start(module: str, args: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', f'toio_navigator.nodes.{module}', '--ros-args', *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture
+def probe(ros_domain):
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    node = Node('probe', context=context)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    yield node, ex
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+
+
+def spin_until(ex, predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        ex.spin_once(timeout_sec=0.02)
+    return predicate()
+
+
+def spin_for(ex, seconds: float) -> None:
+    spin_until(ex, lambda: False, seconds)
+
+
+def test_command_bytes_reach_the_virtual_cube_which_moves_and_reports_back(probe, child_env):
+    node, ex = probe
+    states, poses, truth, tx = [], [], [], []
+    node.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
+    node.create_subscription(PoseStamped, '/cube1/pose', poses.append, 10)
+    node.create_subscription(PoseArray, '/mat_sim/ground_truth', truth.append, 10)
+    node.create_subscription(msg.BleFrame, '/cube1/ble/tx', lambda f: tx.append((f.uuid, bytes(f.data))), BLE_QOS)
+    cmd = node.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    sim = start('mat_sim', ['-p', 'cubes:=[cube1]', '-p', 'initial_poses:=[100.0, 250.0, 0.0]'], child_env)
+    driver = start('cube_driver', ['-r', '__ns:=/cube1', '-p', 'motor_duration_ms:=300'], child_env)
+    try:
+        assert spin_until(ex, lambda: poses and any(s.on_mat and s.link_state == 2 for s in states), 30), \
+            f'no state from the driver: {driver.stderr.read() if driver.poll() is not None else ""}'
+        start_x = states[-1].x
+        assert start_x == pytest.approx(100.0, abs=1.0)
+        assert poses[-1].pose.position.x == pytest.approx(start_x * units.METRES_PER_UNIT, abs=1e-3)
+        assert spin_until(ex, lambda: cmd.get_subscription_count() > 0, 10)
+
+        # drive forward: the exact 0x02 bytes cross the simulated link, and the cube moves along +x
+        for _ in range(8):
+            cmd.publish(msg.MotorCommand(left=60, right=60, duration_ms=300))
+            spin_for(ex, 0.1)
+        assert (MOTOR, bytes.fromhex('02 01 01 3c 02 01 3c 1e')) in tx
+        assert spin_until(ex, lambda: states[-1].x > start_x + 40, 10)
+        assert abs(states[-1].y - 250.0) < 3.0
+        moved_truth = truth[-1].poses[0].position.x / units.METRES_PER_UNIT
+        assert moved_truth == pytest.approx(states[-1].x, abs=15.0)   # the state reports the true pose
+
+        # kill the driver in the middle of the drive: nobody stops the cube but the command's own duration
+        cmd.publish(msg.MotorCommand(left=60, right=60, duration_ms=300))
+        spin_for(ex, 0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=10)
+        x_at_kill = truth[-1].poses[0].position.x / units.METRES_PER_UNIT
+
+        def stopped() -> bool:
+            if len(truth) < 3:
+                return False
+            xs = [t.poses[0].position.x for t in truth[-3:]]
+            return max(xs) - min(xs) < 1e-6
+        assert spin_until(ex, stopped, 10)
+        travelled = truth[-1].poses[0].position.x / units.METRES_PER_UNIT - x_at_kill
+        # 60 motor units ~ 124 units/s; 300 ms of duration + 130 ms command delay + motor lag ~ 60 units at most
+        assert travelled < 80.0, f'the cube ran on for {travelled:.0f} units after its driver died'
+    finally:
+        stop(driver)
+        stop(sim)
+
+
+@pytest.mark.parametrize('module, args, expected', [
+    ('cube_driver', ['-r', '__ns:=/cube1', '-p', 'transport:=wifi'], 'parameter transport'),
+    ('mat_sim', [], 'parameter cubes'),
+    ('mat_sim', ['-p', 'cubes:=[a, b]', '-p', 'initial_poses:=[1.0, 2.0]'], 'parameter initial_poses'),
+])
+def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expected, child_env):
+    proc = start(module, args, child_env)
+    try:
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert proc.returncode == 2
+    assert expected in err
+    assert 'Traceback' not in err
