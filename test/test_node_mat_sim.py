@@ -1,0 +1,143 @@
+"""mat_sim in process: virtual cubes reachable only through BleFrame bytes, ground truth, IR, parameters."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+msg = pytest.importorskip('toio_navigator.msg')
+
+from geometry_msgs.msg import PoseArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import protocol as p  # noqa: E402
+from toio_navigator.nodes.mat_sim import MatSimError, MatSimNode  # noqa: E402
+from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+
+ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
+
+
+@pytest.fixture
+def ros(ros_domain):
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def spin_until(ex, predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        ex.spin_once(timeout_sec=0.02)
+    return predicate()
+
+
+def make_sim(ros, **params) -> MatSimNode:
+    return MatSimNode(context=ros, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+
+
+class Central(Node):
+    """Plays a driver on <cube>/ble/tx|rx: writes raw bytes, records what the virtual cube sends."""
+
+    def __init__(self, context, cube: str = 'cube2') -> None:
+        super().__init__(f'central_{cube}', context=context)
+        self.tx = self.create_publisher(msg.BleFrame, f'/{cube}/ble/tx', BLE_QOS)
+        self.rx: list = []
+        self.create_subscription(msg.BleFrame, f'/{cube}/ble/rx', self.rx.append, BLE_QOS)
+
+    def write(self, char: p.Characteristic, data: bytes) -> None:
+        self.tx.publish(msg.BleFrame(uuid=char.value, op=msg.BleFrame.WRITE, data=data))
+
+    def notified(self, char: p.Characteristic) -> list[bytes]:
+        return [bytes(f.data) for f in self.rx if f.uuid == char.value and f.op == msg.BleFrame.NOTIFY]
+
+
+def test_virtual_cube_obeys_bytes_and_answers_with_bytes(ros):
+    sim = make_sim(ros, cubes=['cube1', 'cube2'], initial_poses=[150.0, 150.0, 0.0, 200.0, 300.0, 0.0])
+    central = Central(ros, 'cube2')
+    truth: list = []
+    watcher = Node('watcher', context=ros)
+    watcher.create_subscription(PoseArray, '/mat_sim/ground_truth', truth.append, 10)
+    ex = SingleThreadedExecutor(context=ros)
+    for n in (sim, central, watcher):
+        ex.add_node(n)
+    try:
+        assert spin_until(ex, lambda: central.tx.get_subscription_count() > 0 and truth)
+        # ground truth: REP 103 metres, cubes in the order of the `cubes` parameter
+        assert [round(pp.position.x / units.METRES_PER_UNIT) for pp in truth[-1].poses] == [150, 200]
+        assert round(-truth[-1].poses[1].position.y / units.METRES_PER_UNIT) == 300
+
+        central.write(p.Characteristic.CONFIGURATION, b'\x01\x00')
+        assert spin_until(ex, lambda: b'\x81\x002.4.0' in central.notified(p.Characteristic.CONFIGURATION))
+        assert spin_until(ex, lambda: any(d[0] == 0x01 for d in central.notified(p.Characteristic.ID_INFORMATION)))
+        central.tx.publish(msg.BleFrame(uuid=p.Characteristic.BATTERY_INFORMATION.value, op=msg.BleFrame.READ, seq=7))
+        assert spin_until(ex, lambda: any(f.op == msg.BleFrame.READ_RESPONSE and f.seq == 7 and bytes(f.data) == b'\x64'
+                                          for f in central.rx))
+        central.tx.publish(msg.BleFrame(uuid='not-a-uuid', op=msg.BleFrame.WRITE, data=b'\x01'))   # ignored, counted
+        central.write(p.Characteristic.MOTOR_CONTROL, bytes.fromhex('02 01 01 50 02 01 50 32'))   # 80 fwd, 500 ms
+        assert spin_until(ex, lambda: sim.world.x[1] > 230.0)
+        assert sim.world.x[0] == pytest.approx(150.0)                 # only cube2 got the command
+        assert sim.ports[1].rejected == 1
+        # the duration stops it by itself
+        assert spin_until(ex, lambda: abs(sim.world.wheel_speed[1]).max() == 0.0, 5)
+    finally:
+        for n in (sim, central, watcher):
+            n.destroy_node()
+
+
+def test_a_cube_whose_driver_leaves_disconnects_and_stops(ros):
+    sim = make_sim(ros, cubes=['cube2'], initial_poses=[150.0, 150.0, 0.0], link_check_period_s=0.05)
+    central = Central(ros, 'cube2')
+    ex = SingleThreadedExecutor(context=ros)
+    ex.add_node(sim)
+    ex.add_node(central)
+    try:
+        assert spin_until(ex, lambda: sim.firmware[0].connected)
+        central.write(p.Characteristic.MOTOR_CONTROL, bytes.fromhex('01 01 01 50 02 01 50'))   # 0x01: no duration
+        assert spin_until(ex, lambda: sim.world.wheel_speed[0].min() > 0)
+        ex.remove_node(central)
+        central.destroy_node()
+        assert spin_until(ex, lambda: not sim.firmware[0].connected)
+        assert spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() == 0.0, 5)
+    finally:
+        sim.destroy_node()
+
+
+def test_ir_ranges_are_published_when_an_arena_is_loaded(ros):
+    sim = make_sim(ros, cubes=['robot'], initial_poses=[130.0, 430.0, 0.0], arena_layout=str(ARENA), ir_rate_hz=20.0)
+    got: list = []
+    watcher = Node('watcher', context=ros)
+    watcher.create_subscription(msg.IrRanges, '/robot/ir', got.append, 10)
+    ex = SingleThreadedExecutor(context=ros)
+    ex.add_node(sim)
+    ex.add_node(watcher)
+    try:
+        assert spin_until(ex, lambda: got)
+        mapping, sensors = sim._ir[1], sim._ir[0]
+        expected = sensors.read_ranges(mapping.mat_to_pose(130.0, 430.0, 0.0))
+        assert tuple(got[-1].ranges) == expected
+        assert all(-1 <= r <= 9 for r in got[-1].ranges)
+    finally:
+        sim.destroy_node()
+        watcher.destroy_node()
+
+
+@pytest.mark.parametrize('params, parameter', [
+    ({}, 'cubes'),
+    ({'cubes': ['a', 'a']}, 'cubes'),
+    ({'cubes': ['a'], 'initial_poses': [1.0, 2.0]}, 'initial_poses'),
+    ({'cubes': ['a'], 'mat': 'moon'}, 'mat'),
+    ({'cubes': ['a'], 'firmware_version': '3.0.0'}, 'firmware_version'),
+    ({'cubes': ['a'], 'physics_rate_hz': 0.0}, 'physics_rate_hz'),
+    ({'cubes': ['a'], 'arena_layout': '/nonexistent.json'}, 'arena_layout'),
+])
+def test_bad_parameters_are_named(ros, params, parameter):
+    with pytest.raises(MatSimError, match=f'parameter {parameter}:'):
+        make_sim(ros, **params)
