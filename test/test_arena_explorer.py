@@ -147,6 +147,7 @@ def test_sample_layouts_are_fully_explored(name):
     expected = layout.expected['mdf_full_exploration']
     assert explorer.mdf() == (expected['part1'], expected['part2'])
     assert explorer.moves < len(explorer.actions)  # dashes merged several cells into one command
+    assert explorer.fastest_path(layout.waypoint).cost == layout.expected['fastest_path_cost_P2_via_waypoint']
 
 
 def test_random_layouts_are_explored_soundly_and_completely():

@@ -72,6 +72,13 @@ def test_malformed_layouts_name_the_problem(data, words):
         parse_layout(data)
 
 
+def test_a_blocked_goal_can_be_allowed_for_path_planning():
+    data = mutate(grid_rows_top_first=with_cell(EMPTY_ROWS, 12, 19))
+    assert parse_layout(data, require_free_goal=False).obstacles[19, 12]
+    with pytest.raises(LayoutError, match='goal centre'):
+        parse_layout(mutate(goal={'centre': [14, 19]}), require_free_goal=False)
+
+
 def test_missing_grid_and_unreadable_files(tmp_path):
     data = base()
     del data['grid_rows_top_first']

@@ -172,6 +172,11 @@ def test_cli_reports_no_path_and_bad_input(tmp_path, capsys):
     code, _, err = run_cli(['fastest-path', '--arena', str(ARENAS / '02_empty.json'), '--turn-cost', '-2',
                             '--out', str(out)], capsys)
     assert code != 0 and 'turn-cost' in err
+    layout['grid_rows_top_first'][9] = '.' * 15
+    layout['grid_rows_top_first'][1] = '.' * 13 + '#.'   # inside the goal footprint: no route, not an error
+    walled.write_text(json.dumps(layout))
+    code, _, _ = run_cli(['fastest-path', '--arena', str(walled), '--out', str(out)], capsys)
+    assert code == 0 and json.loads(out.read_text())['found'] is False
     layout['grid_rows_top_first'][19] = '.#' + '.' * 13
     blocked = tmp_path / 'blocked.json'
     blocked.write_text(json.dumps(layout))

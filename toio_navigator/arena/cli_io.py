@@ -17,9 +17,9 @@ def fail(command: str, message: str, code: int = 2) -> int:
     return code
 
 
-def read_layout(path: str) -> ArenaLayout:
+def read_layout(path: str, require_free_goal: bool = True) -> ArenaLayout:
     try:
-        return load_layout(path)
+        return load_layout(path, require_free_goal)
     except LayoutError as exc:
         raise CliError(f'{path}: {exc}') from None
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.arena.coverage import photo_targets, sensing_targets
-from toio_navigator.arena.fastest_path import plan_route, valid_centres
+from toio_navigator.arena.fastest_path import Route, fastest_path, plan_route, valid_centres
 from toio_navigator.arena.geometry import (
     ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, NORTH, SOUTH, Pose, footprint, right_of)
 from toio_navigator.arena.grid import ArenaBelief, ScoreRules
@@ -131,6 +131,12 @@ class ArenaExplorer:
 
     def mdf(self) -> tuple[str, str]:
         return self.belief.mdf()
+
+    def fastest_path(self, waypoint: tuple[int, int] | None = None, turn_cost: float | None = None) -> Route:
+        """The optimal start -> waypoint -> goal route on the explored map (unexplored cells count as obstacles)."""
+        b = self.belief
+        return fastest_path(b.obstacle | ~b.explored, self.start, self.goal, waypoint,
+                            self.config.turn_cost if turn_cost is None else turn_cost)
 
     def terminate(self) -> None:
         """Stop now (the seed's TERMINATE): next_move() returns None from here on."""

@@ -48,7 +48,7 @@ class ArenaLayout:
         return self.obstacles.shape[1]
 
 
-def load_layout(path: str | Path) -> ArenaLayout:
+def load_layout(path: str | Path, require_free_goal: bool = True) -> ArenaLayout:
     try:
         text = Path(path).read_text(encoding='utf-8')
     except OSError as exc:
@@ -59,7 +59,7 @@ def load_layout(path: str | Path) -> ArenaLayout:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LayoutError(f'layout {path} is not valid JSON: {exc.msg} (line {exc.lineno})') from None
-    return parse_layout(data)
+    return parse_layout(data, require_free_goal)
 
 
 def parse_grid(rows_top_first, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -> np.ndarray:
@@ -130,7 +130,10 @@ def _parse_images(items, grid: np.ndarray) -> tuple[ImageCard, ...]:
     return tuple(cards)
 
 
-def parse_layout(data) -> ArenaLayout:
+def parse_layout(data, require_free_goal: bool = True) -> ArenaLayout:
+    """Validate a decoded layout. The start footprint must be free. The goal footprint must be free too unless
+    ``require_free_goal`` is False (the fastest path then simply finds no route; the explorer needs it free
+    because, like every public implementation, it takes the start and goal zones as explored and free)."""
     if not isinstance(data, dict):
         raise LayoutError('layout must be a JSON object')
     if data.get('format') != LAYOUT_FORMAT:
@@ -154,7 +157,11 @@ def parse_layout(data) -> ArenaLayout:
     if not isinstance(goal_spec, dict):
         raise LayoutError('goal must be an object {"centre": [x, y]}')
     goal = _cell(goal_spec.get('centre', list(GOAL_CENTRE)), 'goal centre')
-    _check_centre(grid, goal, 'goal')
+    if require_free_goal:
+        _check_centre(grid, goal, 'goal')
+    elif not centre_in_range(*goal, cols, rows):
+        raise LayoutError(f'goal centre {goal} is outside 1..{cols - 2} x 1..{rows - 2}: '
+                          'the 3x3 robot would leave the arena')
 
     waypoint = None
     if data.get('waypoint') is not None:

@@ -40,7 +40,7 @@ def run(args) -> int:
             raise CliError('--waypoint and --no-waypoint exclude each other')
         if not args.turn_cost >= 0 or args.turn_cost == float('inf'):
             raise CliError(f'--turn-cost must be a finite number >= 0, got {args.turn_cost}')
-        layout = read_layout(args.arena)
+        layout = read_layout(args.arena, require_free_goal=False)  # a blocked goal is just "no path"
         waypoint = layout.waypoint
         if args.no_waypoint:
             waypoint = None
