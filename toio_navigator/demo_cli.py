@@ -136,7 +136,8 @@ def _wait(executor, condition, timeout: float, what: str, children) -> None:
     while not condition():
         dead = children.check()
         if dead:
-            raise DemoError(f'{", ".join(dead)} stopped while waiting for {what}')
+            raise DemoError(f'{", ".join(dead)} stopped while waiting for {what} (see the node logs in '
+                            f'{children.log_dir})')
         if time.monotonic() > deadline:
             raise DemoError(f'timed out after {timeout:.0f} s waiting for {what}')
         executor.spin_once(timeout_sec=0.05)
@@ -185,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
+    log_dir = bag_dir.parent / 'logs'
     import rclpy
     from geometry_msgs.msg import PoseArray
     from rclpy.executors import SingleThreadedExecutor
@@ -233,7 +235,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     node.create_timer(0.5, recorder.discover)
     timed_out = False
     try:
-        children.start(bringup.plan('sim', names), files)
+        children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
               'every cube driver to connect and read its position', children)
@@ -260,7 +262,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
             executor.spin_once(timeout_sec=0.02)
             dead = children.check()
             if dead:
-                raise DemoError(f'{", ".join(dead)} stopped during the run')
+                raise DemoError(f'{", ".join(dead)} stopped during the run (see the node logs in {log_dir})')
             done = sum(bool(reached.get(c)) for c in names)
             if now - last_print >= (0.5 if tty else 2.0) or done == n:
                 last_print = now
@@ -298,5 +300,5 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
         print('  ' + line)
     topics = sum(1 for c in writer.counts.values() if c)
     print(f'  recorded {sum(writer.counts.values())} messages on {topics} topics; total run '
-          f'{time.monotonic() - started:.1f} s')
+          f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
     return 0 if ok else 1

@@ -155,13 +155,31 @@ class Children:
     def __init__(self) -> None:
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.reported: set[int] = set()
+        self.log_dir: Path | None = None
 
-    def start(self, nodes, param_files, extra=None, env=None) -> None:
+    def start(self, nodes, param_files, extra=None, env=None, log_dir: Path | None = None) -> None:
+        """Start every node; with ``log_dir`` each child's output goes to <log_dir>/<ns>_<node>.log."""
+        self.log_dir = log_dir
         for spec, ns in nodes:
             name = f'{ns}/{spec.executable}' if ns else spec.executable
-            proc = subprocess.Popen(child_command(spec, ns, param_files, extra), env=env,
-                                    start_new_session=True)
+            out = None
+            if log_dir is not None:
+                Path(log_dir).mkdir(parents=True, exist_ok=True)
+                out = open(Path(log_dir) / (name.strip('/').replace('/', '_') + '.log'), 'w')
+            try:
+                proc = subprocess.Popen(child_command(spec, ns, param_files, extra), env=env, stdout=out,
+                                        stderr=subprocess.STDOUT if out else None, start_new_session=True)
+            finally:
+                if out is not None:
+                    out.close()            # the child holds its own copy of the descriptor
             self.procs.append((name, proc))
+
+    def process(self, name: str) -> subprocess.Popen:
+        """The child running node ``name`` (e.g. '/cube2/cube_driver')."""
+        for n, proc in self.procs:
+            if n == name:
+                return proc
+        raise KeyError(name)
 
     def check(self) -> list[str]:
         """Names of children that died since the last check (reported once)."""
