@@ -204,3 +204,30 @@ def test_scan_without_an_adapter_is_a_transport_error():
     factory, _ = _scanner([], fail=True)
     with pytest.raises(TransportError, match='cannot start a BLE scan'):
         run(scan(names=['a1B'], timeout_s=0.5, scanner_factory=factory))
+
+
+def test_a_failing_notification_callback_does_not_break_the_link():
+    async def scenario():
+        radio = FakeRadio()
+        link = BleTransport('AA:BB', client_factory=radio.factory, backoff=FAST)
+        await link.connect()
+        await link.start_notify('battery', lambda char, data: 1 / 0)
+        radio.clients[0].notify[p.Characteristic.BATTERY_INFORMATION.uuid](None, bytearray(b'\x50'))
+        return link.is_connected
+    assert run(scenario())
+
+
+def test_a_disconnect_reported_from_another_thread_still_reconnects():
+    import threading
+
+    async def scenario():
+        radio = FakeRadio()
+        link = BleTransport('AA:BB', client_factory=radio.factory, backoff=FAST)
+        await link.connect()
+        worker = threading.Thread(target=radio.clients[0].drop)
+        worker.start()
+        worker.join()
+        await asyncio.sleep(0)          # let the loop run the hand-over from the foreign thread
+        assert link.link_state is LinkState.RECONNECTING
+        return await link.wait_connected(2.0), radio.connect_attempts
+    assert run(scenario()) == (True, 2)

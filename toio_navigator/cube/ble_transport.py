@@ -54,6 +54,7 @@ class BleTransport(Transport):
         self.target = target
         self._factory = client_factory or bleak_client_factory(adapter, self.backoff.connect_timeout_s)
         self._client: BleClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def address(self) -> str:
@@ -61,11 +62,20 @@ class BleTransport(Transport):
 
     def _on_disconnected(self, client: Any) -> None:
         # bleak also calls this after our own disconnect(); only an unexpected drop of the current client counts
-        if client is self._client:
-            self._client = None
+        if client is not self._client:
+            return
+        self._client = None
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop or self._loop is None:
             self._link_lost()
+        else:  # some backends call back from their own thread
+            self._loop.call_soon_threadsafe(self._link_lost)
 
     async def _open(self) -> None:
+        self._loop = asyncio.get_running_loop()
         client = self._factory(self.target, self._on_disconnected)
         self._client = client
         try:

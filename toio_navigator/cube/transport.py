@@ -181,6 +181,11 @@ class Transport(abc.ABC):
         self._set_state(LinkState.DISCONNECTED)
 
     async def write(self, char: CharLike, data: bytes, response: bool | None = None) -> None:
+        """Write bytes; ``response=None`` uses the write type the characteristic supports.
+
+        A setting written to the configuration characteristic is remembered (the newest per command type) and
+        re-sent after every reconnect -- also when this write itself fails because the link is down.
+        """
         resolved, response = resolve_write(char, response)
         data = bytes(data)
         if resolved is Characteristic.CONFIGURATION and data and data[0] in SETTING_COMMANDS:
@@ -246,7 +251,10 @@ class Transport(abc.ABC):
         def deliver(data: bytes) -> None:
             callback = self._subscriptions.get(char)
             if callback is not None:
-                callback(char, bytes(data))
+                try:
+                    callback(char, bytes(data))
+                except Exception:  # a broken subscriber must not break the link (or the simulator stepping it)
+                    _log.exception('notification callback for %s failed', char.name)
         return deliver
 
     async def _establish(self, timeout: float) -> None:

@@ -122,6 +122,8 @@ class World:
         command = np.array([left, right], dtype=float)
         if not np.all(np.isfinite(command)):
             raise ValueError(f'wheel command must be finite, got {left}, {right}')
+        if duration_s is not None and not duration_s >= 0:
+            raise ValueError(f'duration must be None or >= 0 s, got {duration_s}')
         command = np.clip(command, -self.params.max_motor, self.params.max_motor)
         command[np.abs(command) < self.params.dead_zone] = 0.0
         self.wheel_command[index] = command
