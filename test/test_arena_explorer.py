@@ -12,7 +12,7 @@ from toio_navigator import cli
 from toio_navigator.arena.explorer import (
     FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig, ProtocolError)
 from toio_navigator.arena.geometry import SIX_SENSORS, Pose, footprint
-from toio_navigator.arena.grid import ArenaBelief
+from toio_navigator.arena.grid import ArenaBelief, ScoreRules
 from toio_navigator.arena.layout import ArenaLayout, ImageCard, grid_to_rows, load_layout
 from toio_navigator.arena.simulation import SimulatedArenaRobot, run_exploration
 
@@ -50,6 +50,19 @@ def test_body_cells_are_pinned_free_and_later_hits_do_not_revive_them():
     b.mark_body(Pose(7, 11, 0))      # footprint y 10..12 now covers (8,12)
     b.apply_readings(Pose(7, 9, 0), (1, 1, 1, 1, 1, 1))
     assert not b.obstacle[12, 8] and b.explored[12, 8]
+
+
+@pytest.mark.parametrize('make, words', [
+    (lambda: ExplorerConfig(max_moves=0), 'max_moves'),
+    (lambda: ExplorerConfig(turn_cost=-1), 'turn_cost'),
+    (lambda: ExplorerConfig(dash_max_extra=-2), 'dash_max_extra'),
+    (lambda: ExplorerConfig(reverse_hug_headings=(0, 7)), 'reverse_hug_headings'),
+    (lambda: ScoreRules(short_hit=0), 'short_hit'),
+    (lambda: ScoreRules(long_range=6), 'long_range'),
+])
+def test_bad_parameters_are_named(make, words):
+    with pytest.raises(ValueError, match=words):
+        make()
 
 
 # --- step machine -----------------------------------------------------------------------------------------

@@ -68,6 +68,19 @@ class ExplorerConfig:
     cols: int = ARENA_COLS
     rows: int = ARENA_ROWS
 
+    def __post_init__(self):
+        for name in ('max_images', 'dash_max_extra_north', 'dash_max_extra', 'dash_right_check'):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f'explorer parameter {name} must be >= 0, got {getattr(self, name)}')
+        if self.max_moves < 1:
+            raise ValueError(f'explorer parameter max_moves must be >= 1, got {self.max_moves}')
+        if not self.turn_cost >= 0 or self.turn_cost == float('inf'):
+            raise ValueError(f'explorer parameter turn_cost must be a finite number >= 0, got {self.turn_cost}')
+        if self.cols < 3 or self.rows < 3:
+            raise ValueError(f'the arena must be at least 3x3 cells, got {self.cols}x{self.rows}')
+        if any(h not in (0, 1, 2, 3) for h in self.reverse_hug_headings):
+            raise ValueError(f'reverse_hug_headings must be headings 0..3 (N, E, S, W), got {self.reverse_hug_headings}')
+
 
 class ProtocolError(RuntimeError):
     """The caller answered a command with the wrong call (e.g. on_moved for a photo)."""

@@ -37,6 +37,16 @@ class ScoreRules:
     long_max_reading: int = 6
     long_range: int = 5       # a long reading above this means "nothing within long_range cells"
 
+    def __post_init__(self):
+        for name, sign in (('short_hit', 1), ('long_hit', 1), ('short_clear', -1), ('long_clear', -1)):
+            if getattr(self, name) * sign <= 0:
+                raise ValueError(f'score rule {name} must be {"> 0" if sign > 0 else "< 0"}, got {getattr(self, name)}')
+        if self.short_max_reading < 2:
+            raise ValueError(f'short_max_reading must be >= 2 (1 = hit, more = free), got {self.short_max_reading}')
+        if not 1 <= self.long_range < self.long_max_reading:
+            raise ValueError(f'need 1 <= long_range < long_max_reading, got {self.long_range} and '
+                             f'{self.long_max_reading}')
+
     def sensor_range(self, mount: SensorMount) -> int:
         """How many cells along its ray a sensor can ever score."""
         return self.long_range if mount.long_range else 1
