@@ -266,3 +266,30 @@ def test_names_and_lookup():
     assert cubes.by_name(cubes[2].name[-3:]) is cubes[2]
     with pytest.raises(KeyError):
         cubes.by_name('zzz')
+
+
+def test_periodic_posture_and_magnet_notifications_follow_their_settings():
+    world, _, central = setup([(250, 250, 0)])
+    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 10, 0))      # quaternion every 100 ms
+    central.write(C.CONFIGURATION, p.encode_magnetic_sensor(2, 10, 0))           # force every 200 ms
+    central.write(C.MOTOR_CONTROL, p.encode_motor(30, -30))
+    world.step(1.0)
+    quaternions = central.of(p.PostureQuaternion)
+    magnets = central.of(p.MagneticSensor)
+    assert 9 <= len(quaternions) <= 11 and 4 <= len(magnets) <= 6
+    assert magnets[0][1] == p.MagneticSensor(0, 0, 0, 0, 0)
+    w, z = quaternions[-1][1].w, quaternions[-1][1].z
+    assert w * w + z * z == pytest.approx(1.0, abs=1e-5) and abs(z) > 0.05     # the yaw turned
+    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 0, 0))      # interval 0 = off
+    central.log.clear()
+    world.step(0.5)
+    assert not central.of(p.PostureQuaternion)
+
+
+def test_a_protocol_2_3_cube_ignores_quaternion_settings():
+    world, cubes, central = setup(version='2.3.0')
+    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 10, 0))
+    central.write(C.CONFIGURATION, p.encode_posture_notification(1, 10, 0))
+    world.step(0.5)
+    assert not central.of(p.PostureQuaternion) and central.of(p.PostureEuler)
+    assert central.cube.dropped_writes == 1

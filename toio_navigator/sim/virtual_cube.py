@@ -122,6 +122,7 @@ class _Settings:
     last_config: bytes = b''
     last_motor: bytes = b''
     posture_sent_at: float = -math.inf
+    magnet_sent_at: float = -math.inf
     last_posture: bytes = b''
 
 
@@ -246,6 +247,7 @@ class VirtualCubes:
         self._motion_sent = np.zeros((n, 2), dtype=np.int64)   # horizontal, posture
         self._collision_reported = np.zeros(n, dtype=bool)
         self._posture_cubes: set[int] = set()
+        self._magnet_cubes: set[int] = set()
         self._heading_at_power_on = world.theta.copy()
         for i in range(n):
             self._reset_settings(i)
@@ -273,6 +275,7 @@ class VirtualCubes:
         self.speed_notify[i] = False
         self.world.collision_level[i] = 7
         self._posture_cubes.discard(i)
+        self._magnet_cubes.discard(i)
 
     def _on_connect(self, i: int) -> None:
         w = self.world
@@ -371,6 +374,8 @@ class VirtualCubes:
             self.missed_delay[i] = v[0] * 0.01
         elif kind == 0x1B:
             s.magnet = tuple(v) + (0,) * (3 - len(v))  # type: ignore[assignment]
+            (self._magnet_cubes.add if s.magnet[0] and s.magnet[1] else self._magnet_cubes.discard)(i)
+            s.magnet_sent_at = -math.inf
         elif kind == 0x1C:
             self.speed_notify[i] = v[0] == 1
             self._speed_sent[i] = -1
@@ -445,6 +450,8 @@ class VirtualCubes:
             self.cubes[i].notify(C.BATTERY_INFORMATION, bytes((self._battery_percent(i),)))
         for i in list(self._posture_cubes):
             self._posture_notification(i)
+        for i in list(self._magnet_cubes):
+            self._magnet_notification(i)
 
     # ------------------------------------------------------------------------- ID notifications
     def _id_notifications(self, world: World, connected: np.ndarray) -> None:
@@ -544,6 +551,16 @@ class VirtualCubes:
             half = math.radians(yaw) / 2
             return pr.encode_notification(pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)))
         return pr.encode_notification(pr.PostureEulerFloat(0.0, 0.0, yaw))
+
+    def _magnet_notification(self, i: int) -> None:
+        s = self.cubes[i].settings
+        _mode, interval, condition = s.magnet
+        if self.world.time - s.magnet_sent_at < interval * 0.02 - 1e-9:
+            return
+        if condition == 1 and s.magnet_sent_at > -math.inf:
+            return      # on change only: the simulated field never changes after the first report
+        s.magnet_sent_at = self.world.time
+        self.cubes[i].notify(C.SENSOR_INFORMATION, self._magnet_bytes())
 
     def _posture_notification(self, i: int) -> None:
         s = self.cubes[i].settings
