@@ -259,7 +259,8 @@ def seeable_cards(layout):
     while todo:
         p = todo.pop()
         for q in (p.turned_left(), p.turned_right(), p.forward(1)):
-            if q not in seen and 1 <= q.x <= 13 and 1 <= q.y <= 18 and not grid[q.y - 1:q.y + 2, q.x - 1:q.x + 2].any():
+            inside = 1 <= q.x <= 13 and 1 <= q.y <= 18
+            if q not in seen and inside and not grid[q.y - 1:q.y + 2, q.x - 1:q.x + 2].any():
                 seen.add(q)
                 todo.append(q)
     return {(c.id, c.x, c.y, c.face) for c in layout.images for p in seen

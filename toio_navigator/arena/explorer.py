@@ -79,7 +79,8 @@ class ExplorerConfig:
         if self.cols < 3 or self.rows < 3:
             raise ValueError(f'the arena must be at least 3x3 cells, got {self.cols}x{self.rows}')
         if any(h not in (0, 1, 2, 3) for h in self.reverse_hug_headings):
-            raise ValueError(f'reverse_hug_headings must be headings 0..3 (N, E, S, W), got {self.reverse_hug_headings}')
+            raise ValueError('reverse_hug_headings must be headings 0..3 (N, E, S, W), '
+                             f'got {self.reverse_hug_headings}')
 
 
 class ProtocolError(RuntimeError):
