@@ -75,10 +75,10 @@ def _goal_metrics(traj, goals, dt, tolerance, time_limit) -> dict:
     in_time = np.arange(k_count) * dt <= time_limit + 1e-9
     all_at = at_goal.all(axis=1) & in_time
     success = bool(all_at.any())
-    times = arrival[arrived] * dt
+    times = np.round(arrival[arrived] * dt, 9)
     return {
         'success': success,
-        'success_time': float(np.argmax(all_at) * dt) if success else None,
+        'success_time': round(float(np.argmax(all_at) * dt), 9) if success else None,
         'fraction_arrived': float(arrived.mean()),
         'makespan': float(times.max()) if arrived.all() else None,
         'mean_time_to_goal': float(times.mean()) if arrived.any() else None,

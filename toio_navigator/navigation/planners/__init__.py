@@ -7,12 +7,30 @@ from __future__ import annotations
 from typing import Callable
 
 
+def _sfm():
+    from toio_navigator.navigation.planners.sfm import SfmPlanner
+    return SfmPlanner()
+
+
+def _ttc():
+    from toio_navigator.navigation.planners.ttc import TtcPlanner
+    return TtcPlanner()
+
+
+def _vo():
+    from toio_navigator.navigation.planners.vo import VoPlanner
+    return VoPlanner()
+
+
 def _orca():
     from toio_navigator.navigation.planners.orca import OrcaPlanner
     return OrcaPlanner()
 
 
 PLANNERS: dict[str, Callable[[], object]] = {
+    'sfm': _sfm,
+    'ttc': _ttc,
+    'vo': _vo,
     'orca': _orca,
 }
 

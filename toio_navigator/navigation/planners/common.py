@@ -5,6 +5,8 @@ cells, so its cost grows with N times the local density instead of N squared.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -117,3 +119,72 @@ def waypoint_output(state, velocity: np.ndarray, collision: np.ndarray, horizon:
     speed = np.hypot(velocity[:, 0], velocity[:, 1])
     return PlannerOutput(velocity=velocity, waypoint=state.pos + velocity * horizon, speed_limit=speed,
                          collision=collision)
+
+
+def cap_norm(vec: np.ndarray, limit: float) -> np.ndarray:
+    """Scale rows of ``vec`` down to length ``limit`` where longer."""
+    length = np.hypot(vec[:, 0], vec[:, 1])
+    return vec * np.minimum(1.0, limit / np.maximum(length, 1e-12))[:, None]
+
+
+@dataclass
+class NeighbourGeometry:
+    """Pair quantities of local_planners.md §3 for every (cube i, neighbour slot k); invalid slots point at i."""
+    j: np.ndarray           # (N, K) neighbour index (i itself where invalid)
+    valid: np.ndarray       # (N, K) bool
+    combined: np.ndarray    # (N, K) r_ij = r_i + r_j
+    gap: np.ndarray         # (N, K) s_ij = d_ij - r_ij (inf where invalid)
+    normal: np.ndarray      # (N, K, 2) n_ij, unit vector from j to i
+    tangent: np.ndarray     # (N, K, 2) t_ij = (-n_y, n_x)
+
+
+def neighbour_geometry(state, nbr: np.ndarray) -> NeighbourGeometry:
+    valid = nbr >= 0
+    j = np.where(valid, nbr, np.arange(len(nbr))[:, None])
+    rel = state.pos[:, None, :] - state.pos[j]
+    dist = np.hypot(rel[..., 0], rel[..., 1])
+    combined = state.radius[:, None] + state.radius[j]
+    normal = rel / np.maximum(dist, 1e-12)[..., None]
+    tangent = np.stack([-normal[..., 1], normal[..., 0]], axis=-1)
+    gap = np.where(valid, dist - combined, np.inf)
+    return NeighbourGeometry(j=j, valid=valid, combined=combined, gap=gap, normal=normal, tangent=tangent)
+
+
+def time_to_collision(rel_pos: np.ndarray, rel_vel: np.ndarray, combined: np.ndarray,
+                      velocity_error: float = 0.0) -> np.ndarray:
+    """Time until two discs touch under constant velocities (local_planners.md §3.2): 0 if they overlap now,
+    inf if they never do; ``velocity_error`` (epsilon) inflates the test for uncertain velocities."""
+    a = np.einsum('...d,...d->...', rel_vel, rel_vel) - velocity_error ** 2
+    b = np.einsum('...d,...d->...', rel_pos, rel_vel) - velocity_error * combined
+    c = np.einsum('...d,...d->...', rel_pos, rel_pos) - combined ** 2
+    disc = b * b - a * c
+    approaching = (b < 0.0) & (disc > 0.0)
+    denom = np.where(approaching, -b + np.sqrt(np.maximum(disc, 0.0)), 1.0)
+    tau = np.where(approaching, c / denom, np.inf)
+    return np.where(c < 0.0, 0.0, tau)
+
+
+def wall_time_to_collision(pos: np.ndarray, vel: np.ndarray, walls: np.ndarray, radius: np.ndarray,
+                           velocity_error: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Time until each cube's disc reaches each static obstacle moving at ``vel`` ((N, 2) or (N, S, 2)).
+
+    A disc obstacle (zero-length wall with margin R) uses the exact disc-disc time; a segment uses the tangent
+    line at its nearest point (conservative: the wall is taken as infinite there). Returns (tau (N, [S,] M),
+    unit normal from the wall to the cube (N, M, 2), body gap (N, M))."""
+    on_wall, wall_gap = nearest_on_walls(pos, walls)
+    away = pos[:, None, :] - on_wall
+    dist = np.hypot(away[..., 0], away[..., 1])
+    normal = away / np.maximum(dist, 1e-12)[..., None]
+    body_gap = wall_gap - radius[:, None]
+    sampled = vel.ndim == 3
+    v = vel[:, :, None, :] if sampled else vel[:, None, :]                     # (N, [S,] 1, 2)
+    shape = v.shape[:-2] + (walls.shape[0],)
+    lift = (lambda a: a[:, None]) if sampled else (lambda a: a)
+    is_disc = np.hypot(walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]) < 1e-9
+    disc_tau = time_to_collision(np.broadcast_to(lift(away), shape + (2,)), np.broadcast_to(v, shape + (2,)),
+                                 np.broadcast_to(lift(radius[:, None] + walls[None, :, 4]), shape), velocity_error)
+    closing = -np.einsum('...d,...d->...', np.broadcast_to(v, shape + (2,)), lift(normal)) + velocity_error
+    gap = np.broadcast_to(lift(body_gap), shape)
+    line_tau = np.where(closing > 0.0, np.maximum(gap, 0.0) / np.maximum(closing, 1e-12), np.inf)
+    line_tau = np.where(gap <= 0.0, 0.0, line_tau)
+    return np.where(is_disc, disc_tau, line_tau), normal, body_gap
