@@ -25,7 +25,7 @@ import heapq
 import itertools
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -232,7 +232,6 @@ class VirtualCubes:
         self._id_sent_at = np.full(n, -math.inf)
         self._id_sent = np.zeros((n, 3), dtype=np.int64)
         self._id_on_mat_sent = np.zeros(n, dtype=bool)   # the last ID message was a position (not "missed")
-        self._missed_sent = np.zeros(n, dtype=bool)
         self._off_mat_since = np.full(n, math.nan)
         self._off_tracked = False
         self._prev_reading = np.full((n, 3), -1, dtype=np.int64)
@@ -283,7 +282,6 @@ class VirtualCubes:
         w.driving_enabled[i] = True
         self._id_sent_at[i] = -math.inf
         self._id_on_mat_sent[i] = False
-        self._missed_sent[i] = False
         self._changed_at[i] = w.time
         self._battery_due[i] = w.time + self.params.battery_period_s
         self._button_sent[i] = w.button[i]
