@@ -373,7 +373,8 @@ class LightSequence:
         _check(1 <= len(self.steps) <= 29, f'light sequence needs 1..29 steps, got {len(self.steps)}')
         body = b''
         for duration, r, g, b in self.steps:
-            _check(isinstance(duration, int) and 1 <= duration <= 255, f'light step duration must be 1..255, got {duration!r}')
+            _check(isinstance(duration, int) and 1 <= duration <= 255,
+                   f'light step duration must be 1..255, got {duration!r}')
             body += bytes((duration, 1, 1)) + _rgb(r, g, b)
         return bytes((0x04, _u8('repeat', self.repeat), len(self.steps))) + body
 
@@ -381,7 +382,8 @@ class LightSequence:
     def decode(cls, data: bytes) -> 'LightSequence':
         _check(len(data) >= 3, 'light sequence: too short')
         count = data[2]
-        _check(1 <= count <= 29 and len(data) == 3 + 6 * count, f'light sequence: bad length {len(data)} for {count} steps')
+        _check(1 <= count <= 29 and len(data) == 3 + 6 * count,
+               f'light sequence: bad length {len(data)} for {count} steps')
         steps = []
         for k in range(count):
             duration, light_count, light_id, r, g, b = data[3 + 6 * k:9 + 6 * k]
@@ -438,7 +440,8 @@ class LightSmoothBlink:
 
     @classmethod
     def decode(cls, data: bytes) -> 'LightSmoothBlink':
-        _check(len(data) == 8 and data[2] == 1 and data[3] == 1 and data[4] >= 10, f'smooth blink: bad bytes {_hex(data)}')
+        _check(len(data) == 8 and data[2] == 1 and data[3] == 1 and data[4] >= 10,
+               f'smooth blink: bad bytes {_hex(data)}')
         return cls(data[5], data[6], data[7], data[4], data[1])
 
 
@@ -451,7 +454,8 @@ class SoundEffect:
     TYPE: ClassVar = 0x02
 
     def encode(self) -> bytes:
-        _check(isinstance(self.effect, int) and 0 <= self.effect <= 10, f'sound effect must be 0..10, got {self.effect!r}')
+        _check(isinstance(self.effect, int) and 0 <= self.effect <= 10,
+               f'sound effect must be 0..10, got {self.effect!r}')
         return bytes((0x02, self.effect, _u8('volume', self.volume)))
 
     @classmethod
@@ -473,7 +477,8 @@ class SoundMidi:
         body = b''
         for duration, note, volume in self.notes:
             _check(isinstance(note, int) and 0 <= note <= 128, f'MIDI note must be 0..128, got {note!r}')
-            _check(isinstance(duration, int) and 1 <= duration <= 255, f'MIDI duration must be 1..255, got {duration!r}')
+            _check(isinstance(duration, int) and 1 <= duration <= 255,
+                   f'MIDI duration must be 1..255, got {duration!r}')
             body += bytes((duration, note, _u8('volume', volume)))
         return bytes((0x03, _u8('repeat', self.repeat), len(self.notes))) + body
 
@@ -684,7 +689,8 @@ def encode_motor(left: int, right: int, duration_ms: int | None = None) -> bytes
     """Motor: 0x01 without a duration, else 0x02 with duration_ms rounded down to 10 ms (1..2550 ms)."""
     if duration_ms is None:
         return MotorControl(left, right).encode()
-    _check(isinstance(duration_ms, int) and 10 <= duration_ms <= 2550, f'duration must be 10..2550 ms, got {duration_ms!r}')
+    _check(isinstance(duration_ms, int) and 10 <= duration_ms <= 2550,
+           f'duration must be 10..2550 ms, got {duration_ms!r}')
     return MotorControlTimed(left, right, duration_ms // 10).encode()
 
 
@@ -707,13 +713,16 @@ def encode_motor_multi_target(control_id: int, targets: list[Target] | tuple[Tar
 def encode_motor_acceleration(speed: int, rotation_deg_s: int = 0, *, acceleration: int = 0, backward: bool = False,
                               rotation_priority: bool = False, duration_ms: int = 0) -> bytes:
     """Motor 0x05 (duration 0 = unlimited)."""
-    _check(isinstance(duration_ms, int) and 0 <= duration_ms <= 2550, f'duration must be 0..2550 ms, got {duration_ms!r}')
-    return MotorAcceleration(speed, acceleration, rotation_deg_s, backward, rotation_priority, duration_ms // 10).encode()
+    _check(isinstance(duration_ms, int) and 0 <= duration_ms <= 2550,
+           f'duration must be 0..2550 ms, got {duration_ms!r}')
+    return MotorAcceleration(speed, acceleration, rotation_deg_s, backward, rotation_priority,
+                             duration_ms // 10).encode()
 
 
 def encode_light(r: int, g: int, b: int, duration_ms: int = 0) -> bytes:
     """Light 0x03 (0 ms = until the next light write); all-zero colour = off."""
-    _check(isinstance(duration_ms, int) and 0 <= duration_ms <= 2550, f'duration must be 0..2550 ms, got {duration_ms!r}')
+    _check(isinstance(duration_ms, int) and 0 <= duration_ms <= 2550,
+           f'duration must be 0..2550 ms, got {duration_ms!r}')
     return LightOn(r, g, b, duration_ms // 10).encode()
 
 

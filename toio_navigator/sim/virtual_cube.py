@@ -327,7 +327,8 @@ class VirtualCubes:
 
     def _accept_motor(self, i: int, command: pr.Command, type_byte: int) -> None:
         w, cube = self.world, self.cubes[i]
-        if self.version < _MOTOR_SINCE[type_byte] or w.time - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9:
+        too_soon = w.time - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9
+        if self.version < _MOTOR_SINCE[type_byte] or too_soon:
             cube.dropped_writes += 1
             return
         self._last_motor_accept[i] = w.time
@@ -603,7 +604,8 @@ class VirtualCubes:
         multi = isinstance(command, pr.MotorMultiTarget)
         targets = command.targets if multi else (command.target,)
         first = targets[0]
-        if first.x == pr.KEEP_COORDINATE and first.y == pr.KEEP_COORDINATE and first.angle_mode == pr.AngleMode.KEEP_HEADING:
+        keep = pr.KEEP_COORDINATE
+        if first.x == keep and first.y == keep and first.angle_mode == pr.AngleMode.KEEP_HEADING:
             self._motor_reply(i, multi, command.control_id, pr.TargetResult.INVALID_PARAMETERS)
             return
         if command.max_speed < self.params.min_target_speed:

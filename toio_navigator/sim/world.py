@@ -329,7 +329,8 @@ class World:
         if p.glitch_probability > 0:
             glitch = self.rng.random(self.n) < p.glitch_probability
             direction = self.rng.uniform(0, 2 * math.pi, size=self.n)
-            jump_x, jump_y = np.cos(direction) * p.glitch_distance * glitch, np.sin(direction) * p.glitch_distance * glitch
+            jump = p.glitch_distance * glitch
+            jump_x, jump_y = np.cos(direction) * jump, np.sin(direction) * jump
             x, y, sx, sy = x + jump_x, y + jump_y, sx + jump_x, sy + jump_y
 
         def u16(values: np.ndarray) -> np.ndarray:
@@ -338,7 +339,8 @@ class World:
 
     def reported_wheel_speeds(self) -> np.ndarray:
         """(N, 2) unsigned wheel speeds in motor units, as the 0xE0 notification reports them."""
-        return np.minimum(np.rint(np.abs(self.wheel_speed) / self.params.units_per_s_per_motor_unit), 255).astype(np.int64)
+        units = np.rint(np.abs(self.wheel_speed) / self.params.units_per_s_per_motor_unit)
+        return np.minimum(units, 255).astype(np.int64)
 
 
 def grid_poses(n: int, mat: str | Mat = DEFAULT_MAT, spacing: float = 40.0, heading: float = 0.0) -> np.ndarray:
