@@ -285,3 +285,15 @@ def test_image_mode_finds_every_seeable_card_and_no_wrong_one():
         assert_sound_and_complete(explorer, robot, grid)
         total += len(found)
     assert total > 20
+
+
+def test_walls_are_never_photographed():
+    ex, robot = stepper(EMPTY, image_mode=True)
+    photos = 0
+    while (cmd := ex.next_move()) is not None:
+        if cmd.kind == PHOTO:
+            photos += 1
+            ex.on_photo([])
+        else:
+            answer(ex, robot, cmd)
+    assert photos == 0 and ex.returned_to_start and ex.belief.explored.all()

@@ -233,21 +233,25 @@ class ArenaExplorer:
     def _front_free(self, pose: Pose) -> bool:
         return all(self.belief.is_known_free(x, y) for x, y in self._front_cells(pose))
 
+    def _card_cell(self, x: int, y: int) -> bool:
+        """An obstacle cell inside the arena: only those can carry image cards (walls cannot)."""
+        return self.belief.inside(x, y) and self.belief.is_obstacle(x, y)
+
     def _photo_spot(self, pose: Pose) -> bool:
         """An obstacle immediately left: left-centre, or left-front / left-rear when front / back is blocked."""
         b = self.belief
         if self._photographed[pose.heading, pose.y, pose.x]:
             return False
-        if b.is_obstacle(*pose.cell(0, 2)):
+        if self._card_cell(*pose.cell(0, 2)):
             return True
         if self.config.hunt_images and self._want_images() and any(
-                b.is_obstacle(x, y) and not self._viewed_faces[right_of(pose.heading), y, x]
+                self._card_cell(x, y) and not self._viewed_faces[right_of(pose.heading), y, x]
                 for x, y in self._left_cells(pose)):
             return True  # the cover phase came here for this face
         front_blocked = any(b.is_obstacle(x, y) for x, y in self._front_cells(pose))
         back_blocked = any(b.is_obstacle(*pose.cell(-2, s)) for s in (-1, 0, 1))
-        return ((front_blocked and b.is_obstacle(*pose.cell(1, 2)))
-                or (back_blocked and b.is_obstacle(*pose.cell(-1, 2))))
+        return ((front_blocked and self._card_cell(*pose.cell(1, 2)))
+                or (back_blocked and self._card_cell(*pose.cell(-1, 2))))
 
     def _want_images(self) -> bool:
         return self.config.image_mode and len({r.id for r in self.images}) < self.config.max_images
@@ -350,7 +354,7 @@ class ArenaExplorer:
         while n < limit:
             if (p.x, p.y) == stop:
                 break
-            if c.image_mode and (b.is_obstacle(*p.cell(0, 2)) or self._reverse_candidate(p) is not None):
+            if c.image_mode and (self._card_cell(*p.cell(0, 2)) or self._reverse_candidate(p) is not None):
                 break
             if any(not b.is_explored(x, y) for x, y in footprint(p.x, p.y) + self._left_cells(p)):
                 break
