@@ -231,3 +231,17 @@ def test_a_disconnect_reported_from_another_thread_still_reconnects():
         assert link.link_state is LinkState.RECONNECTING
         return await link.wait_connected(2.0), radio.connect_attempts
     assert run(scenario()) == (True, 2)
+
+
+def test_an_explicit_connect_takes_over_from_a_running_reconnect():
+    async def scenario():
+        radio = FakeRadio()
+        slow = BackoffPolicy(initial_s=10.0, max_delay_s=10.0, connect_timeout_s=0.5)
+        link = BleTransport('AA:BB', client_factory=radio.factory, backoff=slow)
+        await link.connect()
+        radio.clients[0].drop()
+        assert link.link_state is LinkState.RECONNECTING
+        await link.connect()                 # does not wait 10 s for the backoff, and does not connect twice
+        await asyncio.sleep(0.01)
+        return link.link_state, radio.connect_attempts
+    assert run(scenario()) == (LinkState.CONNECTED, 2)

@@ -155,6 +155,7 @@ class Transport(abc.ABC):
         """Connect, (re)subscribe and re-send settings. TransportError on failure or timeout."""
         if self.is_connected:
             return
+        await self._cancel_reconnect()   # an explicit connect takes over from a running reconnect loop
         self._user_closed = False
         self._set_state(LinkState.CONNECTING)
         try:
@@ -166,13 +167,7 @@ class Transport(abc.ABC):
     async def disconnect(self) -> None:
         """Close the link on purpose: no reconnect follows."""
         self._user_closed = True
-        task, self._reconnect_task = self._reconnect_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await self._cancel_reconnect()
         if self._state is not LinkState.DISCONNECTED:
             try:
                 await asyncio.wait_for(self._close(), self.io_timeout_s)
@@ -224,6 +219,15 @@ class Transport(abc.ABC):
         return True
 
     # ---------------------------------------------------------------- internals
+    async def _cancel_reconnect(self) -> None:
+        task, self._reconnect_task = self._reconnect_task, None
+        if task is not None and task is not asyncio.current_task() and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+
     def _resolve(self, char: CharLike, needed: Property, what: str) -> Characteristic:
         try:
             resolved = characteristic(char)
