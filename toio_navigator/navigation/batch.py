@@ -60,9 +60,8 @@ def empty_pairs() -> PairBatch:
 
 def _starts(ego: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
     """Start offset of each ego's segment and whether the segment is non-empty."""
-    starts = np.searchsorted(ego, np.arange(b), side='left')
-    ends = np.searchsorted(ego, np.arange(b), side='right')
-    return starts, ends > starts
+    bounds = np.searchsorted(ego, np.arange(b + 1), side='left')
+    return bounds[:-1], bounds[1:] > bounds[:-1]
 
 
 def segment_min(values: np.ndarray, ego: np.ndarray, b: int, init: float, axis: int = 0) -> np.ndarray:

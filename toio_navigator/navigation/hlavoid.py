@@ -221,7 +221,7 @@ def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.n
     if walls.shape[0] == 0:
         return nc_d, c_d, c_s, np.zeros(b, dtype=bool)
     x1, y1, x2, y2, wm = (walls[:, k][None, :] for k in range(5))       # (1, M)
-    aw, bw, cw = line_coeffs(x1, y1, x2, y2)
+    aw, bw, cw = _wall_lines(walls)
     ex = egos.x[:, None]
     ey = egos.y[:, None]                                                # (B, 1)
     m_e = egos.avoid_margin[:, None]
@@ -266,6 +266,21 @@ def _scan_walls(egos: EgoBatch, walls: np.ndarray, rads: np.ndarray, cos_r: np.n
         cdist = np.maximum(prm.wall_overlap_floor, (cos_r[ob] * rx + sin_r[ob] * ry) * 100)
         c_d = segment_min(cdist, ob, b, r1)
     return nc_d, c_d, c_s, overlap.any(axis=1)
+
+
+_LINE_CACHE: dict[bytes, tuple] = {}
+
+
+def _wall_lines(walls: np.ndarray):
+    """Line coefficients (1, M) of the walls; walls rarely change between ticks, so they are cached."""
+    key = walls.tobytes()
+    hit = _LINE_CACHE.get(key)
+    if hit is None:
+        if len(_LINE_CACHE) > 64:
+            _LINE_CACHE.clear()
+        hit = line_coeffs(walls[None, :, 0], walls[None, :, 1], walls[None, :, 2], walls[None, :, 3])
+        _LINE_CACHE[key] = hit
+    return hit
 
 
 def _unit(x, y):

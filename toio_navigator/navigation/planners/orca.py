@@ -46,6 +46,8 @@ class OrcaParams:
     keep_right: bool = True            # commit to passing on the right a neighbour in the way of v_pref
     keep_right_width: float = 1.5      # "in the way": v_pref_A - v_pref_B passes within this many R of B
     head_on_cos: float = 0.5           # head-on: cos of the angle between the preferred directions below -this
+    safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
+    safety_gap: float = 0.1            # u
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
 
 
@@ -78,7 +80,36 @@ class OrcaPlanner:
         normal, point, valid, hard, touching = self._constraints(state, radius, nbr, dt, v_pref)
         velocity = solve_velocity(normal, point, valid, hard, vmax, v_pref)
         velocity[~state.active] = 0.0
+        if p.safety_stop:
+            velocity = self._safety_stop(state, velocity, nbr, dt)
         return waypoint_output(state, velocity, touching, p.waypoint_horizon)
+
+    def _safety_stop(self, state: SwarmState, velocity, nbr, dt) -> np.ndarray:
+        """Last line of defence when the linear program had to relax constraints (dense crowds, coarse steps):
+        a cube whose step would bring it closer than touching (true radii + safety_gap) to a neighbour or a wall,
+        and closer than it is now, stands still this step. Repeated until no such pair is left; a stopped pair
+        cannot get closer, so no contact can deepen."""
+        p = self.params
+        pos, radius = state.pos, state.radius
+        valid = nbr >= 0
+        j = np.where(valid, nbr, np.arange(state.n)[:, None])
+        limit = radius[:, None] + radius[j] + p.safety_gap
+        now = np.hypot(*(pos[j] - pos[:, None, :]).transpose(2, 0, 1))
+        velocity = velocity.copy()
+        if len(state.walls):
+            _on, gap_now = nearest_on_walls(pos, state.walls)
+            _on, gap_next = nearest_on_walls(pos + velocity * dt, state.walls)
+            into_wall = ((gap_next < radius[:, None] + p.safety_gap) & (gap_next < gap_now)).any(axis=1)
+            velocity[into_wall] = 0.0
+        for _ in range(state.n):
+            nxt = pos + velocity * dt
+            after = np.hypot(*(nxt[j] - nxt[:, None, :]).transpose(2, 0, 1))
+            bad = valid & (after < limit) & (after < now - 1e-9)
+            culprits = bad.any(axis=1) & (np.abs(velocity).sum(axis=1) > 0.0)
+            if not culprits.any():
+                break
+            velocity[culprits] = 0.0
+        return velocity
 
     def _in_way(self, rel_pref, rel_pos, combined):
         """Does the relative preferred velocity head for the other disc (within keep_right_width R)?"""
