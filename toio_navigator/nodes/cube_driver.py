@@ -87,6 +87,7 @@ class CoalescedWriter:
         self._task: asyncio.Task | None = None
         self._last = -math.inf
         self.writes = self.coalesced = self.failed = 0
+        self.delayed = 0        # writes held back to keep min_interval_s
         self.last_error = ''
 
     def submit(self, data: bytes) -> None:
@@ -103,6 +104,7 @@ class CoalescedWriter:
         while self._pending is not None:
             wait = self._last + self.min_interval_s - self._loop.time()
             if wait > 0:
+                self.delayed += 1
                 await asyncio.sleep(wait)
             data, self._pending = self._pending, None
             try:
