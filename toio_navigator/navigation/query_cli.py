@@ -98,10 +98,7 @@ def _params(value, path: str) -> NavigatorParams:
             else:
                 vals[k] = _number(v, p)
         sub[name] = vals
-    prm = NavigatorParams().with_overrides(sub['navigator'], sub['avoid'], sub['boids'])
-    if prm.avoid.range < 0:
-        raise ScenarioError(f'{path}.avoid.range: must not be negative')
-    return prm
+    return NavigatorParams().with_overrides(sub['navigator'], sub['avoid'], sub['boids'])
 
 
 def parse_scenario(doc) -> dict:
