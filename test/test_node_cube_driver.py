@@ -239,3 +239,26 @@ def test_link_state_is_latched_and_follows_the_peer(rig, ros):
     ex.remove_node(cube)
     cube.destroy_node()                                               # the "cube" goes away: link lost, reconnecting
     assert spin_until(ex, lambda: late[-1].state == msg.LinkStatus.RECONNECTING)
+
+
+def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
+    from std_msgs.msg import ColorRGBA
+    cube, driver, probe, ex = rig(version='2.0.0')
+    results = []
+    probe.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
+    goal = probe.create_publisher(msg.MoveToPose, '/cube1/move_to_pose', 10)
+    light = probe.create_publisher(ColorRGBA, '/cube1/light', 10)
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    assert spin_until(ex, lambda: driver.firmware == '2.0.0' and 'IMU posture angles' in driver.unsupported)
+    assert spin_until(ex, lambda: all(x.get_subscription_count() > 0 for x in (goal, light, cmd)))
+    goal.publish(msg.MoveToPose(goal_id=3, x=100.0, y=100.0))
+    assert spin_until(ex, lambda: results)
+    assert results[-1].result == msg.MoveToPoseResult.REJECTED and 'needs firmware >= 2.1.0' in results[-1].text
+    light.publish(ColorRGBA(g=1.0))
+    cmd.publish(msg.MotorCommand(left=30, right=30, duration_ms=100))
+    assert spin_until(ex, lambda: b'\x03\x00\x01\x01\x00\xff\x00' in cube.written(p.Characteristic.LIGHT_CONTROL.value))
+    assert spin_until(ex, lambda: b'\x02\x01\x01\x1e\x02\x01\x1e\x0a' in cube.written(MOTOR))
+    assert not any(w[0] == 0x03 for w in cube.written(MOTOR))          # no target move was sent to an old cube
+    unsupported = dict(driver.unsupported)
+    driver.supports('IMU posture angles', (2, 3, 0))                   # asked again: still reported only once
+    assert driver.unsupported == unsupported

@@ -4,7 +4,6 @@ non-zero with a message, not a traceback."""
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -131,3 +130,25 @@ def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expecte
     assert proc.returncode == 2
     assert expected in err
     assert 'Traceback' not in err
+
+
+def test_move_to_pose_is_answered_by_the_virtual_cube_firmware(probe, child_env):
+    node, ex = probe
+    results = []
+    node.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
+    links = []
+    node.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append,
+                             rclpy.qos.QoSProfile(depth=1, durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL))
+    goal = node.create_publisher(msg.MoveToPose, '/cube1/move_to_pose', 10)
+    sim = start('mat_sim', ['-p', 'cubes:=[cube1]', '-p', 'initial_poses:=[150.0, 250.0, 0.0]'], child_env)
+    driver = start('cube_driver', ['-r', '__ns:=/cube1'], child_env)
+    try:
+        assert spin_until(ex, lambda: links and links[-1].firmware_version == '2.4.0', 30)
+        assert spin_until(ex, lambda: goal.get_subscription_count() > 0, 10)
+        goal.publish(msg.MoveToPose(goal_id=42, x=250.0, y=200.0, theta=math.pi, max_speed=80,
+                                    angle_mode=msg.MoveToPose.ANGLE_SHORTEST, timeout_s=8.0))
+        assert spin_until(ex, lambda: results, 20)
+        assert (results[-1].goal_id, results[-1].result) == (42, msg.MoveToPoseResult.REACHED), results[-1].text
+    finally:
+        stop(driver)
+        stop(sim)
