@@ -46,6 +46,9 @@ class OrcaParams:
     keep_right: bool = True            # commit to passing on the right a neighbour in the way of v_pref
     keep_right_width: float = 1.5      # "in the way": v_pref_A - v_pref_B passes within this many R of B
     head_on_cos: float = 0.5           # head-on: cos of the angle between the preferred directions below -this
+    yield_to_movers: bool = True       # a cube parked on its goal steps out of the way of a blocked mover
+    park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
+    yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
     safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
@@ -152,9 +155,20 @@ class OrcaPlanner:
             opposed = np.einsum('nkd,nkd->nk', pa, pb) < -p.head_on_cos * (
                 np.hypot(pa[..., 0], pa[..., 1]) * np.hypot(pb[..., 0], pb[..., 1]))
             in_way = opposed & self._in_way(pa - pb, rel_pos, combined)
+        share = np.full(j.shape, p.responsibility)
+        if p.yield_to_movers:
+            # a parked cube plans against where a nearby mover wants to go (its preferred velocity) and takes
+            # all of the avoidance: it steps aside, the mover waits for the way to open (it still assumes half)
+            to_goal = np.hypot(*(state.goal - pos).T)
+            parked = to_goal < p.park_radius
+            mover = (to_goal > 2.0 * p.park_radius)[j]
+            gap = np.hypot(rel_pos[..., 0], rel_pos[..., 1]) - combined
+            heading_here = self._in_way(v_pref[j], -rel_pos, combined)
+            yields = valid_nbr & parked[:, None] & mover & (gap < p.yield_gap) & heading_here
+            rel_vel = np.where(yields[..., None], vel[:, None, :] - v_pref[j], rel_vel)
+            share = np.where(yields, 1.0, share)
         u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt, in_way)
         # a cube that does not move (inactive) takes no share: the mover takes all of it
-        share = np.full(j.shape, p.responsibility)
         if p.priority_share > 0.0:
             if len(self._priority) != n:
                 self._priority = np.random.default_rng(0).permutation(n)
