@@ -245,6 +245,8 @@ class VirtualCubes:
         self._button_sent = np.zeros(n, dtype=bool)
         self._motion_sent = np.zeros((n, 2), dtype=np.int64)   # horizontal, posture
         self._collision_reported = np.zeros(n, dtype=bool)
+        self._posture_seen = world.posture.copy()
+        self._button_seen = world.button.copy()
         self._posture_cubes: set[int] = set()
         self._magnet_cubes: set[int] = set()
         self._heading_at_power_on = world.theta.copy()
@@ -457,19 +459,20 @@ class VirtualCubes:
         t = world.time
         r = world.read_position_ids()
         reading = np.stack([r.x, r.y, r.angle], axis=1)
-        changed = np.any(reading != self._prev_reading, axis=1)
+        changed = (reading != self._prev_reading).any(axis=1)
         self._changed_at[changed] = t
         self._prev_reading = reading
         on = r.on_mat & connected
         interval_ok = t - self._id_sent_at >= self.id_interval - 1e-9
         fresh = ~self._id_on_mat_sent               # first reading after connect or after "missed"
-        delta = np.abs(reading - self._id_sent)
-        angle_delta = np.minimum(delta[:, 2], 360 - delta[:, 2])
-        big_change = (delta[:, 0] >= 2) | (delta[:, 1] >= 2) | (angle_delta >= 3)
-        recent_change = t - self._changed_at < self.params.balanced_pause_s - 1e-9
         condition = self.id_condition
-        wanted = np.where(condition == pr.ID_ALWAYS, True,
-                          np.where(condition == pr.ID_ON_CHANGE, big_change, recent_change))
+        wanted = t - self._changed_at < self.params.balanced_pause_s - 1e-9     # balanced (the default)
+        if (condition != pr.ID_BALANCED).any():
+            delta = np.abs(reading - self._id_sent)
+            angle_delta = np.minimum(delta[:, 2], 360 - delta[:, 2])
+            big_change = (delta[:, 0] >= 2) | (delta[:, 1] >= 2) | (angle_delta >= 3)
+            wanted = np.where(condition == pr.ID_ALWAYS, True,
+                              np.where(condition == pr.ID_ON_CHANGE, big_change, wanted))
         send = on & interval_ok & (wanted | fresh)
         if send.any():
             index = np.nonzero(send)[0]
@@ -504,6 +507,12 @@ class VirtualCubes:
         return pr.encode_notification(message)
 
     def _motion_notifications(self, world: World, connected: np.ndarray) -> None:
+        # the common case -- no collision, no posture or button change anywhere -- costs four cheap checks
+        if not (world.collided.any() or self._collision_reported.any()
+                or not np.array_equal(world.posture, self._posture_seen)
+                or not np.array_equal(world.button, self._button_seen)):
+            return
+        self._posture_seen, self._button_seen = world.posture.copy(), world.button.copy()
         state = np.stack([(world.posture == 1).astype(np.int64), world.posture.astype(np.int64)], axis=1)
         changed = connected & np.any(state != self._motion_sent, axis=1)
         collided = connected & world.collided

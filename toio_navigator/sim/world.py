@@ -317,25 +317,32 @@ class World:
 
     def read_position_ids(self) -> PositionReadings:
         """Quantised Position ID of every cube as the firmware would report it (noise drawn only if enabled)."""
-        p = self.params
-        sx, sy = self.sensor_points()
-        on_mat = self.sensor_on_mat((sx, sy))
-        x, y, deg = self.x.copy(), self.y.copy(), np.degrees(self.theta)
+        p, n = self.params, self.n
+        c, s = np.cos(self.theta), np.sin(self.theta)
+        # rows: x, y, sensor x, sensor y, heading in degrees -- quantised together below
+        raw = np.empty((5, n))
+        raw[0], raw[1] = self.x, self.y
+        # forward = (c, s); the cube's left on a y-down mat = (s, -c)
+        raw[2] = self.x - p.sensor_back * c + p.sensor_left * s
+        raw[3] = self.y - p.sensor_back * s - p.sensor_left * c
+        on_mat = self.sensor_on_mat((raw[2], raw[3]))
+        np.degrees(self.theta, out=raw[4])
         if p.position_noise > 0:
-            noise = self.rng.normal(0.0, p.position_noise, size=(2, self.n))
-            x, y, sx, sy = x + noise[0], y + noise[1], sx + noise[0], sy + noise[1]
+            noise = self.rng.normal(0.0, p.position_noise, size=(2, n))
+            raw[0:2] += noise     # the centre and the sensor point are read off the same shifted pattern
+            raw[2:4] += noise
         if p.angle_noise_deg > 0:
-            deg = deg + self.rng.normal(0.0, p.angle_noise_deg, size=self.n)
+            raw[4] += self.rng.normal(0.0, p.angle_noise_deg, size=n)
         if p.glitch_probability > 0:
-            glitch = self.rng.random(self.n) < p.glitch_probability
-            direction = self.rng.uniform(0, 2 * math.pi, size=self.n)
+            glitch = self.rng.random(n) < p.glitch_probability
+            direction = self.rng.uniform(0, 2 * math.pi, size=n)
             jump = p.glitch_distance * glitch
-            jump_x, jump_y = np.cos(direction) * jump, np.sin(direction) * jump
-            x, y, sx, sy = x + jump_x, y + jump_y, sx + jump_x, sy + jump_y
-
-        def u16(values: np.ndarray) -> np.ndarray:
-            return np.clip(np.rint(values), 0, 0xFFFF).astype(np.int64)
-        return PositionReadings(on_mat, u16(x), u16(y), np.rint(deg).astype(np.int64) % 360, u16(sx), u16(sy))
+            raw[[0, 2]] += np.cos(direction) * jump
+            raw[[1, 3]] += np.sin(direction) * jump
+        q = np.rint(raw).astype(np.int64)
+        np.clip(q[:4], 0, 0xFFFF, out=q[:4])
+        q[4] %= 360
+        return PositionReadings(on_mat, q[0], q[1], q[4], q[2], q[3])
 
     def reported_wheel_speeds(self) -> np.ndarray:
         """(N, 2) unsigned wheel speeds in motor units, as the 0xE0 notification reports them."""
