@@ -33,7 +33,6 @@ ID = p.Characteristic.ID_INFORMATION.value
 
 @pytest.mark.parametrize('values, parameter', [
     ({'transport': 'wifi'}, 'transport'),
-    ({'transport': 'ble'}, 'ble_name'),
     ({'motor_duration_ms': 0}, 'motor_duration_ms'),
     ({'motor_duration_ms': 3000}, 'motor_duration_ms'),
     ({'id_notify_condition': 'sometimes'}, 'id_notify_condition'),
@@ -262,3 +261,80 @@ def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
     unsupported = dict(driver.unsupported)
     driver.supports('IMU posture angles', (2, 3, 0))                   # asked again: still reported only once
     assert driver.unsupported == unsupported
+
+
+class FakeBleak:
+    """bleak.BleakClient's surface over a virtual cube (everything runs on the driver's asyncio loop)."""
+
+    def __init__(self, cube, on_disconnect) -> None:
+        self.cube, self.on_disconnect = cube, on_disconnect
+
+    async def connect(self):
+        self.cube.connect(on_link_lost=lambda: self.on_disconnect(self))
+
+    async def disconnect(self):
+        self.cube.disconnect()
+
+    async def write_gatt_char(self, char, data, response):
+        self.cube.write(char, bytes(data))
+
+    async def read_gatt_char(self, char):
+        return self.cube.read(char)
+
+    async def start_notify(self, char, callback):
+        self.cube.subscribe(char, lambda data: callback(None, bytearray(data)))
+
+    async def stop_notify(self, char):
+        self.cube.unsubscribe(char)
+
+
+def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_reconfigures(ros, monkeypatch):
+    import asyncio
+    from toio_navigator.cube import ble_transport
+    from toio_navigator.nodes.cube_driver import shared_loop
+    from toio_navigator.sim.virtual_cube import VirtualCubes
+    from toio_navigator.sim.world import World, run_realtime
+
+    world = World([[150.0, 250.0, 0.0]])
+    cubes = VirtualCubes(world)
+    loop = shared_loop()
+    stop = asyncio.Event()
+    stepping = asyncio.run_coroutine_threadsafe(run_realtime(world, stop=stop), loop)
+    scans = []
+
+    async def fake_scan(**kwargs):
+        scans.append(kwargs)
+        cube = cubes.by_name(kwargs['names'][0])
+        return [ble_transport.FoundCube(cube.address, cube.name, -61, cube)]
+    monkeypatch.setattr(ble_transport, 'scan', fake_scan)
+    monkeypatch.setattr(ble_transport, 'bleak_client_factory', lambda adapter=None, timeout_s=10.0: FakeBleak)
+    driver = CubeDriverNode(namespace='cube1', context=ros, parameter_overrides=[
+        Parameter('transport', value='ble'), Parameter('ble_name', value=cubes[0].name[-3:]),
+        Parameter('reconnect_initial_s', value=0.05)])
+    probe = Node('probe', context=ros)
+    states, links = [], []
+    probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
+    probe.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append, 10)
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    ex = SingleThreadedExecutor(context=ros)
+    ex.add_node(driver)
+    ex.add_node(probe)
+    try:
+        assert spin_until(ex, lambda: states and states[-1].on_mat and cubes.id_condition[0] == p.ID_ALWAYS)
+        assert scans[0]['names'] == [cubes[0].name[-3:]]
+        assert states[-1].x == pytest.approx(150.0, abs=1.0)
+        assert spin_until(ex, lambda: cmd.get_subscription_count() > 0)
+        cmd.publish(msg.MotorCommand(left=60, right=60, duration_ms=500))
+        assert spin_until(ex, lambda: states[-1].x > 160.0)
+
+        loop.call_soon_threadsafe(cubes[0].drop_link)      # out of range: the cube forgets its settings
+        assert spin_until(ex, lambda: any(m.state == msg.LinkStatus.RECONNECTING for m in links))
+        assert spin_until(ex, lambda: driver.transport.reconnect_count == 1 and cubes[0].connected)
+        assert spin_until(ex, lambda: cubes.id_condition[0] == p.ID_ALWAYS)   # settings re-sent after reconnect
+        driver.features.publish_diagnostics()
+        assert driver.features.rssi == -61
+    finally:
+        driver.destroy_node()
+        probe.destroy_node()
+        loop.call_soon_threadsafe(stop.set)
+        stepping.result(timeout=5)

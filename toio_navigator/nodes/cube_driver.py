@@ -183,11 +183,11 @@ class CubeDriverNode(Node):
         from toio_navigator.cube import ble_transport
         target: object = cfg.ble_address
         if not target:
-            found = await ble_transport.scan(names=[cfg.ble_name], timeout_s=cfg.ble_scan_timeout_s,
-                                             adapter=cfg.ble_adapter or None)
+            found = await ble_transport.scan(names=[cfg.ble_name] if cfg.ble_name else [], count=1,
+                                             timeout_s=cfg.ble_scan_timeout_s, adapter=cfg.ble_adapter or None)
             if not found:
-                raise TransportError(f'no cube advertising a name with {cfg.ble_name!r} within '
-                                     f'{cfg.ble_scan_timeout_s} s')
+                wanted = f'with {cfg.ble_name!r} in its name' if cfg.ble_name else 'at all'
+                raise TransportError(f'no toio cube advertising {wanted} within {cfg.ble_scan_timeout_s} s')
             target = found[0].device
             self.features.rssi = found[0].rssi
         return ble_transport.BleTransport(target, adapter=cfg.ble_adapter or None, backoff=cfg.backoff,

@@ -22,7 +22,8 @@ class ConfigError(ValueError):
 PARAMETERS: dict[str, tuple[object, str]] = {
     'cube': ('', 'cube name used in messages; "" = the node namespace without the slash'),
     'transport': ('sim', '"sim" (virtual cube in mat_sim over <cube>/ble/tx|rx) or "ble" (bleak)'),
-    'ble_name': ('', 'BLE: 3-character cube id matched inside the advertised name (e.g. "a1B")'),
+    'ble_name': ('', 'BLE: 3-character cube id matched inside the advertised name (e.g. "a1B"); "" and no '
+                     'ble_address = the first cube found (a connected cube stops advertising)'),
     'ble_address': ('', 'BLE: MAC address (CoreBluetooth UUID on macOS); skips scanning when set'),
     'ble_adapter': ('', 'BLE: adapter, e.g. "hci1" ("" = default)'),
     'ble_scan_timeout_s': (10.0, 'BLE: give up a scan after this long'),
@@ -113,9 +114,6 @@ class DriverConfig:
         _need(cube.replace('_', 'a').isalnum() and not cube[0].isdigit(), 'cube',
               f'{cube!r} is not a valid ROS name (letters, digits, _; not starting with a digit)')
         _need(v['transport'] in ('sim', 'ble'), 'transport', f'must be "sim" or "ble", got {v["transport"]!r}')
-        if v['transport'] == 'ble':
-            _need(bool(v['ble_name'] or v['ble_address']), 'ble_name',
-                  'transport "ble" needs ble_name (the 3-character id) or ble_address')
         for name in ('ble_scan_timeout_s', 'connect_timeout_s', 'io_timeout_s', 'version_timeout_s'):
             _positive(v, name)
         for name in ('reconnect_initial_s', 'reconnect_max_s', 'outlier_jump_units', 'light_min_interval_s',
