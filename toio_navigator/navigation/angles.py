@@ -10,6 +10,8 @@ import math
 import numpy as np
 
 _THREE_PI = math.pi * 3
+_MIN = np.minimum.reduce
+_MAX = np.maximum.reduce
 _TWO_PI = math.pi * 2
 
 
@@ -22,7 +24,8 @@ def wrap(r):
     x = np.asarray(r, dtype=float) + _THREE_PI
     if x.ndim == 0:
         return float(np.fmod(x, _TWO_PI) - math.pi)
-    if x.size and (x.min() < 0 or x.max() >= 4 * _TWO_PI):
+    flat = x.reshape(-1)
+    if flat.size and (_MIN(flat) < 0 or _MAX(flat) >= 4 * _TWO_PI):
         return np.fmod(x, _TWO_PI) - math.pi
     fast = x - (x >= 2 * _TWO_PI) * (2 * _TWO_PI)    # subtracting 0.0 leaves x unchanged
     fast -= (fast >= _TWO_PI) * _TWO_PI

@@ -317,15 +317,15 @@ def _wall_casts(E_x, E_y, c_, s_, x1, y1, x2, y2, aw, bw, signed, line_dist, rr,
     side = (line_dist >= rr) & (det != 0) & on_cast & on_seg
     side_d = np.sqrt((secx - E_x) ** 2 + (secy - E_y) ** 2)
     # end caps
-    h1, d1 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x1, y1, rr)
-    h2, d2 = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, x2, y2, rr)
+    h, d = _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, np.stack([x1, x2]), np.stack([y1, y2]), rr)
+    h1, h2, d1, d2 = h[0], h[1], d[0], d[1]
     first = h1 & (~h2 | (d1 < d2))
     cap_d = np.where(first, d1, d2)
     return np.where(side, side_d, np.where(h1 | h2, cap_d, r1))
 
 
 def _cap_cast(E_x, E_y, c_, s_, ac, bc, cc, ddx, ddy, px, py, R):
-    """Circle cast against one endpoint (the reference's point cast, origin not inside)."""
+    """Circle casts against the endpoints (the reference's point cast, origin not inside); px, py (2, Q, 1)."""
     in_front = ((px - E_x) * ddx + (py - E_y) * ddy) >= 0
     k = ac * px + bc * py + cc
     lat = np.abs(k)

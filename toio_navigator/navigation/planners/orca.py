@@ -49,6 +49,7 @@ class OrcaParams:
     yield_to_movers: bool = True       # a cube parked on its goal steps out of the way of a blocked mover
     park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
     yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
+    blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
     safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
@@ -161,7 +162,10 @@ class OrcaPlanner:
             # all of the avoidance: it steps aside, the mover waits for the way to open (it still assumes half)
             to_goal = np.hypot(*(state.goal - pos).T)
             parked = to_goal < p.park_radius
-            mover = (to_goal > 2.0 * p.park_radius)[j]
+            speed = np.hypot(vel[:, 0], vel[:, 1])
+            blocked = (to_goal > 2.0 * p.park_radius) & (
+                speed < p.blocked_fraction * np.hypot(v_pref[:, 0], v_pref[:, 1]))
+            mover = blocked[j]
             gap = np.hypot(rel_pos[..., 0], rel_pos[..., 1]) - combined
             heading_here = self._in_way(v_pref[j], -rel_pos, combined)
             yields = valid_nbr & parked[:, None] & mover & (gap < p.yield_gap) & heading_here
