@@ -24,6 +24,7 @@ from .entities import line_coeffs
 from .params import HLAvoidParams, Fixes
 
 _HALF_PI = math.pi / 2
+_DOUBLE_MAX = np.finfo(float).max
 
 
 @dataclass
@@ -35,6 +36,9 @@ class ScanResult:
     col_safety: np.ndarray    # (B, S) safety from overlapped objects (1 where none)
     collision: np.ndarray     # (B,) overlapping any robot or wall
     target_slot: np.ndarray   # (B,) index of the target ray, −1 if the target bearing is not sampled
+    cos_r: np.ndarray         # (B, S) cos / sin of the directions, reused by the runs
+    sin_r: np.ndarray
+    tar_rad: np.ndarray       # (B,) target bearing
 
 
 @dataclass
@@ -368,31 +372,34 @@ def scan(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidParams
         f = flag[:, None]
         col_d = np.where(f, np.minimum(col_d, cd), col_d)
         col_s = np.where(f, np.minimum(col_s, cs), col_s)
-    return ScanResult(rads, dists, col_d, col_s, o_col | w_col, slot)
+    return ScanResult(rads, dists, col_d, col_s, o_col | w_col, slot, cos_r, sin_r, tar_rad)
 
 
 # ------------------------------------------------------------------------------------------------ speed limit
 
 def _speed_limit(egos: EgoBatch, sc: ScanResult, index: np.ndarray, prm: HLAvoidParams, fixes: Fixes,
-                 near_only: bool) -> np.ndarray:
-    """Turning-radius limit (§2.9 step 1) and the overlap stop rule (step 2)."""
+                 near_only: bool, back: np.ndarray) -> np.ndarray:
+    """Turning-radius limit (§2.9 step 1) and the overlap stop rule (step 2). ``back`` = wrap(θ − φ_i)."""
     rads, d = sc.rads, sc.dists
     b = rads.shape[0]
     th = egos.rad[:, None]
     wr = rads[np.arange(b), index][:, None]
     m = prm.slow_between_margin
-    between = ((wrap(rads - th) > m) & (wrap(wr - rads) > m)) | ((wrap(th - rads) > m) & (wrap(rads - wr) > m))
+    rel = wrap(rads - th)
+    between = ((rel > m) & (wrap(wr - rads) > m)) | ((back > m) & (wrap(rads - wr) > m))
     if near_only:
         between &= d < prm.slow_obstacle_dist
-    diff = np.abs(wrap(rads - th)) if fixes.heading_wrap else np.abs(rads - th)
+    diff = np.abs(rel) if fixes.heading_wrap else np.abs(rads - th)
     if fixes.heading_wrap:
         between &= np.arange(rads.shape[1])[None, :] != sc.target_slot[:, None]
     with np.errstate(divide='ignore', invalid='ignore'):
         radius = (d + prm.slow_radius_add) / (2 * np.sin(diff))
     min_r = np.minimum(prm.unlimited_radius, np.min(np.where(between, radius, np.inf), axis=1))
     limit = np.maximum(prm.min_speed_limit, min_r * np.maximum(1.0, np.abs(egos.w)))
+    if not sc.collision.any():
+        return limit
     # stop when heading into an overlapped object
-    window = (np.abs(wrap(rads - th)) < math.pi * 2 / prm.n) & (sc.col_safety <= 0) & sc.collision[:, None]
+    window = (np.abs(rel) < math.pi * 2 / prm.n) & (sc.col_safety <= 0) & sc.collision[:, None]
     hit = window.any(axis=1)
     first = np.argmax(window, axis=1)
     s_first = sc.col_safety[np.arange(b), first]
@@ -411,10 +418,10 @@ def run_towards(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoi
     rads, d = sc.rads, sc.dists
     b = rads.shape[0]
     ar = np.arange(b)
-    cos_r, sin_r = np.cos(rads), np.sin(rads)
+    cos_r, sin_r = sc.cos_r, sc.sin_r
     ex, ey = egos.x[:, None], egos.y[:, None]
     tx, ty = egos.tx[:, None], egos.ty[:, None]
-    tar_rad = ang(egos.tx - egos.x, egos.ty - egos.y)[:, None]
+    tar_rad = sc.tar_rad[:, None]
     tdist = np.sqrt((ex - tx) * (ex - tx) + (ey - ty) * (ey - ty))
     nearest = np.maximum(np.cos(tar_rad - rads) * tdist, prm.nearest_min)
     ad = np.abs(d)
@@ -427,12 +434,13 @@ def run_towards(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoi
     cx = tx - (ex + qx)
     cy = ty - (ey + qy)
     cost = np.sqrt(cx * cx + cy * cy)
-    psi = np.abs(wrap(egos.rad[:, None] - rads))
+    back = wrap(egos.rad[:, None] - rads)
+    psi = np.abs(back)
     cost = cost + np.maximum(psi, prm.turn_penalty_floor) * prm.turn_penalty_k
     cost = cost + np.maximum(psi - _HALF_PI, 0) * prm.rear_penalty_k
     cost = np.where(np.isnan(cost), np.inf, cost)
     if prm.useSafety:
-        allowed = (sc.col_safety > prm.p_waypoint_safety_threshold) & (cost < np.finfo(float).max)
+        allowed = (sc.col_safety > prm.p_waypoint_safety_threshold) & (cost < _DOUBLE_MAX)
         masked = np.where(allowed, cost, np.inf)
         ok = allowed.any(axis=1)
         index = np.where(ok, np.argmin(masked, axis=1), 0)
@@ -448,7 +456,7 @@ def run_towards(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoi
         vx = np.where(col, acd * cos_r[ar, index], qx[ar, index])
         vy = np.where(col, acd * sin_r[ar, index], qy[ar, index])
         safety = np.ones_like(d)
-    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=True)
+    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=True, back=back)
     return AvoidResult(np.stack([vx, vy], axis=1), sc.collision.copy(), limit, index, rads, d, safety)
 
 
@@ -460,7 +468,7 @@ def run_away(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidPa
     b = rads.shape[0]
     ar = np.arange(b)
     ad = np.abs(d)
-    qx, qy = ad * np.cos(rads), ad * np.sin(rads)
+    qx, qy = ad * sc.cos_r, ad * sc.sin_r
     ex, ey = egos.x[:, None], egos.y[:, None]
     px = ex + qx * prm.p_runaway_range / prm.range
     py = ey + qy * prm.p_runaway_range / prm.range
@@ -481,5 +489,5 @@ def run_away(egos: EgoBatch, pairs: PairBatch, walls: np.ndarray, prm: HLAvoidPa
     vx = np.where(ok, qx[ar, index], 0.0)
     vy = np.where(ok, qy[ar, index], 0.0)
     safety = np.where(sc.collision[:, None] & prm.useSafety, sc.col_safety, 1.0)
-    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=False)
+    limit = _speed_limit(egos, sc, index, prm, fixes, near_only=False, back=wrap(egos.rad[:, None] - rads))
     return AvoidResult(np.stack([vx, vy], axis=1), sc.collision.copy(), limit, index, rads, d, safety)
