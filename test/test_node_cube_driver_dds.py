@@ -145,7 +145,7 @@ def test_move_to_pose_is_answered_by_the_virtual_cube_firmware(probe, child_env)
     try:
         assert spin_until(ex, lambda: links and links[-1].firmware_version == '2.4.0', 30)
         assert spin_until(ex, lambda: goal.get_subscription_count() > 0, 10)
-        goal.publish(msg.MoveToPose(goal_id=42, x=250.0, y=200.0, theta=math.pi, max_speed=80,
+        goal.publish(msg.MoveToPose(goal_id=42, x=200.0, y=250.0, theta=0.0, max_speed=80,
                                     angle_mode=msg.MoveToPose.ANGLE_SHORTEST, timeout_s=8.0))
         assert spin_until(ex, lambda: results, 20)
         assert (results[-1].goal_id, results[-1].result) == (42, msg.MoveToPoseResult.REACHED), results[-1].text

@@ -70,12 +70,17 @@ def odometry(x: float, y: float, theta: float, left: float, right: float, stamp,
              frame_id: str = units.FRAME_ID) -> Odometry:
     """nav_msgs/Odometry from a mat pose and signed wheel speeds (motor units): twist in the body frame."""
     msg = Odometry()
-    msg.header.stamp = stamp
     msg.header.frame_id = frame_id
     msg.child_frame_id = child_frame_id
+    fill_odometry(msg, x, y, theta, left, right, stamp)
+    return msg
+
+
+def fill_odometry(msg: Odometry, x: float, y: float, theta: float, left: float, right: float, stamp) -> None:
+    """Update an Odometry in place (the driver reuses one message per cube: no allocation per notification)."""
+    msg.header.stamp = stamp
     fill_pose(msg.pose.pose, x, y, theta)
     msg.twist.twist.linear.x, msg.twist.twist.angular.z = units.motor_to_twist(left, right)
-    return msg
 
 
 def colour_to_rgb(r: float, g: float, b: float) -> tuple[int, int, int]:

@@ -152,6 +152,10 @@ class CubeDriverNode(Node):
 
         self._state = CubeState(cube=cfg.cube, link_state=CubeState.LINK_DISCONNECTED)
         self._state.header.frame_id = cfg.frame_id
+        # one message object per topic, updated in place: no message construction on the pose path
+        self._pose_msg = conversions.pose_stamped(0.0, 0.0, 0.0, self.get_clock().now().to_msg(), cfg.frame_id)
+        self._odom_msg = conversions.odometry(0.0, 0.0, 0.0, 0.0, 0.0, self.get_clock().now().to_msg(),
+                                              cfg.base_frame, cfg.frame_id)
         self._pub_state = self.create_publisher(CubeState, 'state', 10)
         self._pub_pose = self.create_publisher(PoseStamped, 'pose', 10)
         self._pub_odom = self.create_publisher(Odometry, 'odom', 10) if cfg.publish_odom else None
@@ -385,16 +389,15 @@ class CubeDriverNode(Node):
             self.features.on_mat_changed(True)
         self._pub_state.publish(s)
         s.collision = s.double_tap = False
-        self._pub_pose.publish(conversions.pose_stamped(pose[0], pose[1], theta, stamp, self.config.frame_id))
+        pm = self._pose_msg
+        pm.header.stamp = stamp
+        conversions.fill_pose(pm.pose, pose[0], pose[1], theta)
+        self._pub_pose.publish(pm)
         if self._pub_odom is not None:
-            self._pub_odom.publish(self._odometry(stamp))
+            conversions.fill_odometry(self._odom_msg, pose[0], pose[1], theta, self._last_sign[0] * s.speed_left,
+                                      self._last_sign[1] * s.speed_right, stamp)
+            self._pub_odom.publish(self._odom_msg)
         self.features.on_pose(pose, stamp)
-
-    def _odometry(self, stamp) -> Odometry:
-        s = self._state
-        return conversions.odometry(s.x, s.y, s.theta, self._last_sign[0] * s.speed_left,
-                                    self._last_sign[1] * s.speed_right, stamp, self.config.base_frame,
-                                    self.config.frame_id)
 
     def _on_missed(self, _note: p.PositionIdMissed) -> None:
         if self._state.on_mat:
