@@ -1,0 +1,240 @@
+"""`toio-nav demo --arena LAYOUT`: the arena explorer end to end over real DDS, one process per node.
+
+Starts the arena bringup (mat_sim with ONE virtual cube and the layout's virtual IR sensors, the cube_driver over
+the simulated BLE link, the navigator and the arena_explorer; config/navigator.yaml + config/arena.yaml), calls
+``arena_explorer/start_exploration``, follows ``arena/state`` until the exploration ends, then calls
+``arena_explorer/start_fastest_path`` and follows it to the goal. Prints a progress line and a summary, and writes
+``arena.png`` (the explored map from ``arena/map``, the fastest path from ``arena/fastest_path``, the true obstacles
+the map lacks outlined in red) and the node logs into the output folder. The layout is read here only to start
+mat_sim and to score the result; the explorer sees nothing but IR readings.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from toio_navigator.nodes.bringup import NodeSpec
+
+ARENA_EXPLORER = NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False,
+                          ('arena',))
+ARENA_FILES = ('navigator.yaml', 'arena.yaml')
+FINAL = ('DONE', 'TERMINATED', 'ERROR')
+
+
+class ArenaDemoError(RuntimeError):
+    pass
+
+
+def arena_plan(cube: str = 'cube1') -> list[tuple[NodeSpec, str]]:
+    """The arena bringup: the sim profile's nodes for one cube plus the arena_explorer (same order as bringup)."""
+    from toio_navigator.nodes import bringup
+    return bringup.plan('sim', [cube]) + [(ARENA_EXPLORER, '')]
+
+
+def run_yaml(path: Path, layout: Path, real_time_factor: float, waypoint: tuple[int, int] | None) -> Path:
+    """The per-run parameters on top of config/arena.yaml: which layout mat_sim senses, how fast it runs."""
+    wp = list(waypoint) if waypoint is not None else [-1, -1]
+    path.write_text(f'mat_sim:\n  ros__parameters:\n    arena_layout: {str(layout)!r}\n'
+                    f'    real_time_factor: {float(real_time_factor)!r}\n'
+                    f'arena_explorer:\n  ros__parameters:\n    waypoint: [{wp[0]}, {wp[1]}]\n')
+    return path
+
+
+def grid_from_occupancy(msg) -> tuple[np.ndarray, np.ndarray]:
+    """(explored, obstacle) bool [y, x] arrays of an arena/map OccupancyGrid."""
+    data = np.asarray(msg.data, dtype=np.int16).reshape(msg.info.height, msg.info.width)
+    return data != -1, data == 100
+
+
+def poses_from_path(msg, mapping) -> list:
+    """Cell poses of an arena/fastest_path Path."""
+    from toio_navigator.units import quaternion_to_yaw, ros_to_mat_xy, ros_to_mat_yaw
+    out = []
+    for ps in msg.poses:
+        x, y = ros_to_mat_xy(ps.pose.position.x, ps.pose.position.y)
+        q = ps.pose.orientation
+        out.append(mapping.mat_to_pose(x, y, ros_to_mat_yaw(quaternion_to_yaw(q.x, q.y, q.z, q.w))))
+    return out
+
+
+def path_cost(poses, turn_cost: float) -> float:
+    cost = 0.0
+    for a, b in zip(poses, poses[1:]):
+        cost += abs(b.x - a.x) + abs(b.y - a.y) + turn_cost * min((b.heading - a.heading) % 4, (a.heading - b.heading) % 4)
+    return cost
+
+
+def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = None, turn_cost: float = 2.0,
+                   real_time_factor: float = 2.0, timeout: float = 170.0, param_files=None, env=None,
+                   quiet: bool = False) -> int:
+    """Run the demo; returns the exit code (0: explored without a false obstacle, back on the start, fastest path
+    driven to the goal at the optimal cost of the explored map). Errors are printed to stderr."""
+    from toio_navigator.arena.layout import LayoutError, load_layout
+    from toio_navigator.nodes import bringup
+
+    say = (lambda *a, **k: None) if quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    try:
+        layout = load_layout(layout_path)
+    except LayoutError as exc:
+        print(f'toio-nav demo --arena: {exc}', file=sys.stderr)
+        return 2
+    if waypoint is None:
+        waypoint = layout.waypoint
+    if not (real_time_factor > 0 and timeout > 0 and turn_cost >= 0):
+        print('toio-nav demo --arena: real_time_factor and timeout must be > 0, turn_cost >= 0', file=sys.stderr)
+        return 2
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        files = [Path(p).resolve() for p in param_files] if param_files else \
+            [bringup.config_dir() / name for name in ARENA_FILES]
+        files.append(run_yaml(out / 'arena_run.yaml', Path(layout_path).resolve(), real_time_factor, waypoint))
+        for f in files:
+            if not f.is_file():
+                raise ArenaDemoError(f'parameter file {f} does not exist')
+    except (OSError, ArenaDemoError, bringup.BringupError) as exc:
+        print(f'toio-nav demo --arena: cannot use {out}: {exc}', file=sys.stderr)
+        return 2
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    try:
+        return _run(layout, Path(layout_path), out, files, waypoint, turn_cost, timeout, env, say)
+    except ArenaDemoError as exc:
+        print(f'\ntoio-nav demo --arena: {exc}', file=sys.stderr)
+        return 1
+
+
+def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeout, env, say) -> int:
+    import rclpy
+    from nav_msgs.msg import OccupancyGrid, Path as PathMsg
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from std_srvs.srv import Trigger
+
+    from toio_navigator.arena.fastest_path import fastest_path
+    from toio_navigator.arena.render import save_png
+    from toio_navigator.msg import ArenaState
+    from toio_navigator.nodes import bringup
+    from toio_navigator.nodes.arena_explorer import LATCHED, STATE_QOS
+    from toio_navigator.sim.ir_sensors import ArenaMatMapping
+
+    names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
+    log_dir = out / 'logs'
+    say(f'toio-nav demo --arena {layout_path.name}: one simulated cube explores the arena on the mat, then runs '
+        f'the fastest path (waypoint {waypoint}; ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})')
+    started = time.monotonic()
+    children = bringup.Children()
+    context = rclpy.Context()
+    domain = (env or os.environ).get('ROS_DOMAIN_ID')
+    rclpy.init(context=context, **({'domain_id': int(domain)} if domain else {}))
+    node = Node('arena_demo', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    latest: dict = {}
+    node.create_subscription(ArenaState, 'arena/state', lambda m: latest.__setitem__('state', m), STATE_QOS)
+    node.create_subscription(OccupancyGrid, 'arena/map', lambda m: latest.__setitem__('map', m), LATCHED)
+    node.create_subscription(PathMsg, 'arena/fastest_path', lambda m: latest.__setitem__('path', m), LATCHED)
+    start_exploration = node.create_client(Trigger, 'arena_explorer/start_exploration')
+    start_fastest = node.create_client(Trigger, 'arena_explorer/start_fastest_path')
+    deadline = time.monotonic() + timeout
+
+    def spin_until(condition, what: str, limit: float | None = None, progress=None) -> None:
+        end = min(deadline, time.monotonic() + limit) if limit else deadline
+        last = -math.inf
+        while not condition():
+            dead = children.check()
+            if dead:
+                raise ArenaDemoError(f'{", ".join(dead)} stopped while waiting for {what} (logs: {log_dir})')
+            if time.monotonic() > end:
+                raise ArenaDemoError(f'timed out waiting for {what} (logs: {log_dir})')
+            executor.spin_once(timeout_sec=0.05)
+            if progress is not None and time.monotonic() - last >= 2.0:
+                last = time.monotonic()
+                progress()
+
+    def call(client, what: str, limit: float = 60.0) -> str:
+        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message."""
+        spin_until(client.service_is_ready, f'the {what} service', limit)
+        end = time.monotonic() + limit
+        while True:
+            future = client.call_async(Trigger.Request())
+            spin_until(future.done, f'the answer of {what}', 10.0)
+            result = future.result()
+            if result.success:
+                return result.message
+            if time.monotonic() > end:
+                raise ArenaDemoError(f'{what} refused: {result.message}')
+            executor.spin_once(timeout_sec=0.5)
+
+    def progress() -> None:
+        st = latest.get('state')
+        if st is not None:
+            say(f'  t = {time.monotonic() - t0:5.1f} s   {names.get(st.status, st.status):<12} robot ({st.robot_x:2d},'
+                f'{st.robot_y:2d},{st.heading})   explored {st.explored_count:3d}/300   moves {st.moves:3d}')
+
+    try:
+        children.start(arena_plan(), files, env=env, log_dir=log_dir)
+        t0 = time.monotonic()
+        call(start_exploration, 'arena_explorer/start_exploration')
+        say(f'  exploration started after {time.monotonic() - started:.1f} s')
+        t0 = time.monotonic()
+        spin_until(lambda: 'state' in latest and names.get(latest['state'].status) in FINAL, 'the exploration',
+                   progress=progress)
+        explore_s = time.monotonic() - t0
+        explored_state = latest['state']
+        progress()
+        say(f'  exploration: {explored_state.status_text} ({explore_s:.1f} s)')
+        if names.get(explored_state.status) != 'DONE':
+            raise ArenaDemoError(f'exploration ended with {names.get(explored_state.status)}: '
+                                 f'{explored_state.status_text}')
+        spin_until(lambda: 'map' in latest, 'arena/map', 5.0)
+        explored, obstacle = grid_from_occupancy(latest['map'])
+        latest.pop('state')
+        t0 = time.monotonic()
+        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0)
+        say(f'  {message}')
+        spin_until(lambda: 'state' in latest and latest['state'].status != ArenaState.FASTEST_PATH
+                   and names.get(latest['state'].status) in FINAL, 'the fastest path', progress=progress)
+        fastest_s = time.monotonic() - t0
+        final = latest['state']
+        spin_until(lambda: 'path' in latest, 'arena/fastest_path', 5.0)
+    finally:
+        children.stop()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+    mapping = ArenaMatMapping()
+    poses = poses_from_path(latest['path'], mapping)
+    truth = layout.obstacles
+    false_obstacles = int(np.count_nonzero(obstacle & explored & ~truth))
+    missed = int(np.count_nonzero(truth & ~(obstacle & explored)))
+    cost = path_cost(poses, turn_cost)
+    optimum_map = fastest_path(obstacle | ~explored, layout.start, layout.goal, waypoint, turn_cost)
+    optimum_true = fastest_path(truth, layout.start, layout.goal, waypoint, turn_cost)
+    back = (explored_state.robot_x, explored_state.robot_y) == (layout.start.x, layout.start.y)
+    at_goal = names.get(final.status) == 'DONE' and (final.robot_x, final.robot_y) == layout.goal
+    png = out / 'arena.png'
+    title = (f'{layout.name or layout_path.stem}: explored {int(explored.sum())}/300, {false_obstacles} false '
+             f'obstacles; fastest path cost {cost:g}')
+    save_png(png, explored, obstacle, poses, truth=truth, waypoint=waypoint, title=title,
+             start=(layout.start.x, layout.start.y), goal=layout.goal)
+    ok = back and false_obstacles == 0 and at_goal and optimum_map.found and math.isclose(cost, optimum_map.cost)
+    say('summary')
+    for line in (
+            f'exploration:       {explore_s:.1f} s, {explored_state.moves} moves, explored '
+            f'{explored_state.explored_count}/300 cells, back on the start: {"yes" if back else "NO"}',
+            f'map vs layout:     {false_obstacles} false obstacles, {missed} true obstacle cells not (yet) mapped',
+            f'MDF part 1:        {explored_state.mdf_part1}',
+            f'MDF part 2:        {explored_state.mdf_part2}',
+            f'fastest path:      cost {cost:g} (optimum on the explored map {optimum_map.cost_value}, on the full '
+            f'layout {optimum_true.cost_value}), {len(poses)} poses, {fastest_s:.1f} s, '
+            f'{"on the goal" if at_goal else "NOT on the goal: " + final.status_text}',
+            f'picture:           {png}',
+            f'total run:         {time.monotonic() - started:.1f} s; node logs in {log_dir}'):
+        say('  ' + line)
+    return 0 if ok else 1
