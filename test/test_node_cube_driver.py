@@ -193,6 +193,15 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     assert units.quaternion_to_yaw(pose.orientation.x, pose.orientation.y, pose.orientation.z,
                                    pose.orientation.w) == pytest.approx(-(math.radians(306) - 2 * math.pi))
     assert odoms[-1].child_frame_id == 'cube1/base_link'
+    # odometry twist: magnitudes from the wheel-speed notification, signs from the last command (backwards)
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    assert spin_until(ex, lambda: cmd.get_subscription_count() > 0)
+    cmd.publish(msg.MotorCommand(left=-50, right=-50, duration_ms=100))
+    assert spin_until(ex, lambda: cube.written(MOTOR))
+    cube.notify(MOTOR, b'\xe0\x32\x32')
+    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))
+    assert spin_until(ex, lambda: odoms[-1].twist.twist.linear.x < 0)
+    assert odoms[-1].twist.twist.linear.x == pytest.approx(units.motor_to_twist(-50, -50)[0])
 
     cube.notify(ID, b'\x03')                                          # position ID missed
     assert spin_until(ex, lambda: not states[-1].on_mat)
