@@ -24,6 +24,8 @@ def wrap(r):
     x = np.asarray(r, dtype=float) + _THREE_PI
     if x.ndim == 0:
         return float(np.fmod(x, _TWO_PI) - math.pi)
+    if x.size < 2048:           # small arrays: one libm call is cheaper than the exact-subtraction steps
+        return np.fmod(x, _TWO_PI) - math.pi
     flat = x.reshape(-1)
     if flat.size and (_MIN(flat) < 0 or _MAX(flat) >= 4 * _TWO_PI):
         return np.fmod(x, _TWO_PI) - math.pi
