@@ -1,0 +1,132 @@
+"""`toio-nav record`: record live topics into a rosbag2 (mcap by default, sqlite3 on request).
+
+The stand-in for ``ros2 bag record`` on a machine without rosbag2. Our own message types are embedded in the bag
+(rosbags writes each connection's full ``.msg`` definition and its RIHS01 type hash), so ``ros2 bag info`` and
+``ros2 bag play`` on a lab machine read it without our package. The recording node runs alone in its executor, so
+no other work delays the subscriptions (a busy executor makes a recorder drop messages).
+
+If a navigator node is running, its parameters are stored in the bag's ``custom_data`` (key
+:data:`PARAMETERS_KEY`, JSON), so ``toio-nav replay`` rebuilds the same navigator without a YAML file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from toio_navigator.bags.record import STORAGES, BagError, BagWriter, TopicRecorder
+
+PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
+NAVIGATOR_NODE = '/navigator'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('topics', nargs='*', metavar='TOPIC',
+                        help='topics to record (relative names get a leading /); none = every topic')
+    parser.add_argument('-o', '--out', type=Path, default=None,
+                        help='bag directory to create (default bags/run_<UTC time>)')
+    parser.add_argument('-s', '--storage', choices=STORAGES, default='mcap', help='storage plugin (default mcap)')
+    parser.add_argument('--exclude', action='append', default=[], metavar='TOPIC', help='do not record TOPIC')
+    parser.add_argument('-d', '--duration', type=float, default=None,
+                        help='stop after this many seconds (default: until Ctrl-C)')
+    parser.add_argument('--navigator', default=NAVIGATOR_NODE,
+                        help='node whose parameters are stored in the bag (default /navigator; "" = none)')
+
+
+def default_out() -> Path:
+    return Path('bags') / datetime.now(timezone.utc).strftime('run_%Y%m%d_%H%M%S')
+
+
+def fetch_parameters(node, executor, target: str, timeout: float = 3.0) -> dict | None:
+    """Every parameter of node ``target`` as {name: python value}, or None if it does not answer."""
+    from rclpy.parameter import parameter_value_to_python
+    from rclpy.parameter_client import AsyncParameterClient
+
+    client = AsyncParameterClient(node, target)
+    if not client.wait_for_services(timeout_sec=timeout):
+        return None
+    future = client.list_parameters()
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    if not future.done() or future.result() is None:
+        return None
+    names = list(future.result().result.names)
+    future = client.get_parameters(names)
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    if not future.done() or future.result() is None:
+        return None
+    return {n: parameter_value_to_python(v) for n, v in zip(names, future.result().values)}
+
+
+def _storable(value):
+    """JSON-friendly parameter value (arrays come back as array.array / numpy)."""
+    if isinstance(value, (list, tuple)) or hasattr(value, 'tolist'):
+        return [v for v in (value.tolist() if hasattr(value, 'tolist') else value)]
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.duration is not None and not args.duration > 0:
+        print('toio-nav record: --duration must be > 0', file=sys.stderr)
+        return 2
+    out = args.out or default_out()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        writer = BagWriter(out, args.storage)
+    except (BagError, OSError) as exc:
+        print(f'toio-nav record: {exc}', file=sys.stderr)
+        return 2
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node('toio_nav_record', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude)
+    stopping: list[bool] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    started = time.monotonic()
+    try:
+        recorder.discover()
+        node.create_timer(0.5, recorder.discover)
+        if args.navigator:
+            params = fetch_parameters(node, executor, args.navigator)
+            if params is None:
+                print(f'toio-nav record: no parameters from {args.navigator} (not running?); replay will need '
+                      '--params-file', file=sys.stderr)
+            else:
+                # rosbags' Writer is the only place custom_data can go; BagWriter keeps it as _writer
+                writer._writer.set_custom_data(PARAMETERS_KEY, json.dumps(
+                    {k: _storable(v) for k, v in sorted(params.items())}))
+        print(f'toio-nav record: recording {"every topic" if not args.topics else ", ".join(args.topics)} '
+              f'into {out} ({args.storage}); Ctrl-C to stop', flush=True)
+        deadline = None if args.duration is None else started + args.duration
+        while not stopping and (deadline is None or time.monotonic() < deadline):
+            executor.spin_once(timeout_sec=0.05)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        recorder.stop()
+        writer.close()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    total = sum(writer.counts.values())
+    print(f'toio-nav record: {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '
+          f'{time.monotonic() - started:.1f} s -> {out}')
+    for name, reason in sorted(recorder.skipped.items()):
+        print(f'  skipped {name}: {reason}', file=sys.stderr)
+    if args.topics:
+        missing = sorted({t if t.startswith('/') else '/' + t for t in args.topics} - set(writer.counts))
+        if missing:
+            print(f'toio-nav record: never seen: {", ".join(missing)}', file=sys.stderr)
+    return 0
