@@ -247,6 +247,13 @@ def test_link_state_is_latched_and_follows_the_peer(rig, ros):
     ex.remove_node(cube)
     cube.destroy_node()                                               # the "cube" goes away: link lost, reconnecting
     assert spin_until(ex, lambda: late[-1].state == msg.LinkStatus.RECONNECTING)
+    again = FakeCube('2.4.0', context=ros)                            # mat_sim is back: reconnect, reconfigure
+    ex.add_node(again)
+    try:
+        assert spin_until(ex, lambda: late[-1].state == msg.LinkStatus.CONNECTED and late[-1].reconnects == 1)
+        assert spin_until(ex, lambda: b'\x18\x00\x01\x00' in again.written(CONFIG))
+    finally:
+        again.destroy_node()
 
 
 def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
