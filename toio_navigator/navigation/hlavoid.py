@@ -143,17 +143,26 @@ def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.n
         fut = (t2 > 0) & (t1 > 0)
         now = (t2 > 0) & ~(t1 > 0)
         if now.any():
-            hit = np.unique(col[now])                   # pairs overlapping now: kept apart (§2.5)
-            colliding = np.zeros(nb, dtype=bool)
-            colliding[hit] = True
+            colliding = np.zeros(nb, dtype=bool)        # pairs overlapping now: kept apart (§2.5)
+            colliding[col[now]] = True
             in_col = colliding[col]
-            keep = (fut | now) & in_col
-            col_pairs.append(hit + lo)
+            keep = np.flatnonzero(in_col & (fut | now))
+            col_pairs.append(np.flatnonzero(colliding) + lo)
             col_idx.append((srow[keep], col[keep] + lo, now[keep]))
-            col_val.append(np.where(now[keep], 0.0, t1[keep] * vmag[col[keep] + lo]))
+            col_val.append(t1[keep] * vmag[col[keep] + lo])
             fut &= ~in_col
-        g = col[fut] + lo
-        np.minimum.at(free_flat, srow[fut] * b + e[g], t1[fut] * vmag[g])
+        sel = np.flatnonzero(fut)
+        if sel.size == 0:
+            continue
+        g = col[sel] + lo
+        # flat (direction, ego) keys are non-decreasing (candidates are sorted and pairs grouped by ego),
+        # so the per-key minimum is a reduceat over runs of equal keys
+        key = srow[sel] * b + e[g]
+        val = t1[sel] * vmag[g]
+        run = np.flatnonzero(key[1:] != key[:-1]) + 1
+        starts = np.concatenate(([0], run))
+        keys = key[starts]
+        free_flat[keys] = np.minimum(free_flat[keys], np.minimum.reduceat(val, starts))
     if not col_pairs:
         return free_t.T.copy(), np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
     # colliding pairs: their full distance rows (legacy mode reads them) and their safety

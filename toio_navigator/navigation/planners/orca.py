@@ -49,6 +49,7 @@ class OrcaParams:
     yield_to_movers: bool = True       # a cube parked on its goal steps out of the way of a blocked mover
     park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
     yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
+    yield_width: float = 1.5           # "heading at": the mover's v_pref passes within this many R
     blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
     safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
@@ -115,12 +116,14 @@ class OrcaPlanner:
             velocity[culprits] = 0.0
         return velocity
 
-    def _in_way(self, rel_pref, rel_pos, combined):
-        """Does the relative preferred velocity head for the other disc (within keep_right_width R)?"""
+    def _in_way(self, rel_pref, rel_pos, combined, width=None):
+        """Does the relative preferred velocity head for the other disc (within ``width`` R, default
+        keep_right_width)?"""
+        width = self.params.keep_right_width if width is None else width
         ahead = np.einsum('nkd,nkd->nk', rel_pref, rel_pos)
         miss = np.abs(rel_pref[..., 0] * rel_pos[..., 1] - rel_pref[..., 1] * rel_pos[..., 0])
         speed = np.hypot(rel_pref[..., 0], rel_pref[..., 1])
-        return (ahead > 0.0) & (miss < self.params.keep_right_width * combined * speed)
+        return (ahead > 0.0) & (miss < width * combined * speed)
 
     def _keep_right(self, pos, v_pref, radius, nbr) -> np.ndarray:
         """Rotate v_pref to the right in proportion to the closest neighbour in the cone ahead."""
@@ -167,7 +170,7 @@ class OrcaPlanner:
                 speed < p.blocked_fraction * np.hypot(v_pref[:, 0], v_pref[:, 1]))
             mover = blocked[j]
             gap = np.hypot(rel_pos[..., 0], rel_pos[..., 1]) - combined
-            heading_here = self._in_way(v_pref[j], -rel_pos, combined)
+            heading_here = self._in_way(v_pref[j], -rel_pos, combined, p.yield_width)
             yields = valid_nbr & parked[:, None] & mover & (gap < p.yield_gap) & heading_here
             rel_vel = np.where(yields[..., None], vel[:, None, :] - v_pref[j], rel_vel)
             share = np.where(yields, 1.0, share)
