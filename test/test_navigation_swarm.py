@@ -84,3 +84,20 @@ def test_swarm_rejects_non_finite_input():
     pos[2, 0] = np.nan
     with pytest.raises(ValueError, match='finite'):
         swarm_step(pos, rad, spd, vel, w, goals)
+
+
+def test_dense_swarm_spanning_many_pair_blocks_equals_single_queries():
+    # ~100 neighbours per cube: thousands of pairs, processed in several blocks with egos split across blocks
+    pos, rad, spd, vel, w, goals = random_swarm(150, 450, seed=5)
+    prm = NavigatorParams()
+    res = swarm_step(pos, rad, spd, vel, w, goals, prm, walls_array(border_walls()))
+    assert res.collision.sum() >= 10
+    for i in list(range(0, 150, 13)) + [149]:
+        nav = Navigator(Entity(*pos[i], rad[i], spd[i], *vel[i], w[i], margin=16.0), Mode.AVOID, prm)
+        for j in (j for j in range(150) if j != i):
+            nav.add_other(Navigator(Entity(*pos[j], rad[j], spd[j], *vel[j], w[j], margin=16.0)))
+        nav.add_border()
+        r = nav.get_waypoint_to(tuple(goals[i]))
+        assert np.allclose(res.waypoint[i], r.waypoint, atol=1e-9, rtol=0), i
+        assert res.speed_limit[i] == pytest.approx(r.speed_limit, rel=1e-12), i
+        assert bool(res.collision[i]) == r.is_collision, i
