@@ -10,6 +10,7 @@ mat_sim and to score the result; the explorer sees nothing but IR readings.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -135,7 +136,13 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     latest: dict = {}
-    node.create_subscription(ArenaState, 'arena/state', lambda m: latest.__setitem__('state', m), STATE_QOS)
+    states: list = []     # every arena/state: the MDF after every move
+
+    def on_state(msg) -> None:
+        latest['state'] = msg
+        states.append(msg)
+
+    node.create_subscription(ArenaState, 'arena/state', on_state, STATE_QOS)
     node.create_subscription(OccupancyGrid, 'arena/map', lambda m: latest.__setitem__('map', m), LATCHED)
     node.create_subscription(PathMsg, 'arena/fastest_path', lambda m: latest.__setitem__('path', m), LATCHED)
     start_exploration = node.create_client(Trigger, 'arena_explorer/start_exploration')
@@ -194,6 +201,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         spin_until(lambda: 'map' in latest, 'arena/map', 5.0)
         explored, obstacle = grid_from_occupancy(latest['map'])
         latest.pop('state')
+        n_explore_states = len(states)
         t0 = time.monotonic()
         message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0)
         say(f'  {message}')
@@ -224,6 +232,21 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     save_png(png, explored, obstacle, poses, truth=truth, waypoint=waypoint, title=title,
              start=(layout.start.x, layout.start.y), goal=layout.goal)
     ok = back and false_obstacles == 0 and at_goal and optimum_map.found and math.isclose(cost, optimum_map.cost)
+    result = {
+        'format': 'toio-arena-demo/1', 'layout': str(layout_path), 'ok': ok,
+        'exploration': {'status': names.get(explored_state.status), 'seconds': round(explore_s, 2),
+                        'moves': explored_state.moves, 'explored_count': explored_state.explored_count,
+                        'returned_to_start': back, 'false_obstacles': false_obstacles, 'missed_obstacles': missed,
+                        'mdf_part1': explored_state.mdf_part1, 'mdf_part2': explored_state.mdf_part2,
+                        'states': [[m.moves, names.get(m.status), m.robot_x, m.robot_y, m.heading, m.mdf_part1,
+                                    m.mdf_part2] for m in states[:n_explore_states]]},
+        'fastest_path': {'status': names.get(final.status), 'seconds': round(fastest_s, 2), 'cost': cost,
+                         'optimum_on_map': optimum_map.cost_value, 'optimum_on_layout': optimum_true.cost_value,
+                         'on_goal': at_goal, 'poses': [p.as_list() for p in poses],
+                         'robot': [final.robot_x, final.robot_y, final.heading]},
+        'picture': str(png),
+    }
+    (out / 'result.json').write_text(json.dumps(result, indent=1) + '\n')
     say('summary')
     for line in (
             f'exploration:       {explore_s:.1f} s, {explored_state.moves} moves, explored '
@@ -234,7 +257,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
             f'fastest path:      cost {cost:g} (optimum on the explored map {optimum_map.cost_value}, on the full '
             f'layout {optimum_true.cost_value}), {len(poses)} poses, {fastest_s:.1f} s, '
             f'{"on the goal" if at_goal else "NOT on the goal: " + final.status_text}',
-            f'picture:           {png}',
+            f'picture:           {png} (result: {out / "result.json"})',
             f'total run:         {time.monotonic() - started:.1f} s; node logs in {log_dir}'):
         say('  ' + line)
     return 0 if ok else 1

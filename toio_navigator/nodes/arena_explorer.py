@@ -54,6 +54,8 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability
 STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 NO_WAYPOINT = [-1, -1]
+RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
+TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
 
 #: name -> (default, description)
 PARAMETERS: dict[str, tuple[object, str]] = {
@@ -212,6 +214,7 @@ class Step:
     goal_id: int = 0
     attempts: int = 0
     future: object = None
+    released: float | None = None  # release: when the navigator first reported the cube inactive
 
 
 class StepFailed(RuntimeError):
@@ -532,7 +535,11 @@ class ArenaExplorerNode(Node):
         if self._accepted(step) and self.nav is not None:
             when, msg = self.nav
             if when > step.sent and not msg.active:
-                return True
+                # the navigator publishes its one stop command in the tick that first reports the cube inactive,
+                # on another topic: wait a little, so that stop reaches the driver before a following
+                # move_to_pose (the driver would let the later of the two replace the other)
+                step.released = when if step.released is None else step.released
+                return now - step.released >= RELEASE_GAP_S
         if now - step.sent > 2.0:
             self._retry(step, 'the navigator did not release the cube')
         return False
@@ -545,7 +552,7 @@ class ArenaExplorerNode(Node):
                                              angle_mode=MoveToPose.ANGLE_SHORTEST,
                                              movement_type=MoveToPose.MOVE_ROTATE_FIRST,
                                              max_speed=self.settings.turn_speed, speed_profile=0,
-                                             timeout_s=float(min(255.0, max(1.0, self.settings.move_timeout_s)))))
+                                             timeout_s=TURN_TIMEOUT_S))
             step.sent = now
             return False
         result = self.move_results.pop(step.goal_id, None)
@@ -553,7 +560,7 @@ class ArenaExplorerNode(Node):
             if result.result == MoveToPoseResult.REACHED:
                 return True
             self._retry(step, f'move_to_pose ended with {result.result}: {result.text}')
-        elif now - step.sent > self.settings.move_timeout_s + 2.0:
+        elif now - step.sent > TURN_TIMEOUT_S + 2.0:
             self._retry(step, 'no move_to_pose result')
         return False
 

@@ -1,0 +1,178 @@
+"""arena_explorer node, in process: what the map, state and path messages say (REP 103 geometry, MDF, status),
+the parameters and the services' refusals. The full loop over DDS is in test_node_arena_explorer_loop.py."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('toio_navigator.msg')
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from toio_navigator import units  # noqa: E402
+from toio_navigator.arena import mdf  # noqa: E402
+from toio_navigator.arena.geometry import Pose  # noqa: E402
+from toio_navigator.arena.layout import load_layout  # noqa: E402
+from toio_navigator.arena.simulation import run_exploration  # noqa: E402
+from toio_navigator.msg import ArenaState  # noqa: E402
+from toio_navigator.nodes.arena_explorer import (  # noqa: E402
+    PARAMETERS, ArenaExplorerNode, ArenaNodeError, arena_state, occupancy_grid, parse_waypoint, route_path,
+    settings_from_values)
+from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
+
+ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
+
+
+@pytest.fixture(scope='module')
+def explored_sample():
+    layout = load_layout(ARENAS / '01_sample_arena_1.json')
+    explorer, _robot = run_exploration(layout)
+    return layout, explorer
+
+
+def stamp():
+    from builtin_interfaces.msg import Time
+    return Time(sec=5, nanosec=0)
+
+
+def ros_cell_centre(grid, x: int, y: int) -> tuple[float, float]:
+    res = grid.info.resolution
+    return grid.info.origin.position.x + (x + 0.5) * res, grid.info.origin.position.y + (y + 0.5) * res
+
+
+@pytest.mark.parametrize('mapping', [ArenaMatMapping(), ArenaMatMapping(60.0, 20.0, 12.5)])
+def test_occupancy_grid_cells_sit_where_the_cube_sees_them_in_rep103_metres(explored_sample, mapping):
+    layout, explorer = explored_sample
+    b = explorer.belief
+    grid = occupancy_grid(b.explored, b.obstacle, mapping, stamp())
+    assert grid.header.frame_id == 'mat'
+    assert (grid.info.width, grid.info.height) == (15, 20)
+    assert grid.info.resolution == pytest.approx(mapping.cell_size * units.METRES_PER_UNIT)
+    data = np.asarray(grid.data).reshape(20, 15)
+    assert set(np.unique(data)) <= {-1, 0, 100}
+    assert np.array_equal(data == 100, layout.obstacles)        # fully explored, noise-free: the true arena
+    for x, y in [(0, 0), (14, 0), (0, 19), (7, 10), (13, 18)]:
+        # the centre of grid cell (x, y) is the ROS position of the mat point the arena puts cell (x, y) at
+        want = units.mat_to_ros_xy(*mapping.cell_to_mat(x, y))
+        assert ros_cell_centre(grid, x, y) == pytest.approx(want, abs=1e-9)
+        assert mapping.mat_to_cell(*units.ros_to_mat_xy(*ros_cell_centre(grid, x, y))) == (x, y)
+
+
+def test_occupancy_grid_marks_unexplored_cells_unknown():
+    explored = np.zeros((20, 15), bool)
+    explored[0:3, 0:3] = True
+    obstacle = np.zeros((20, 15), bool)
+    obstacle[2, 1] = True
+    obstacle[10, 10] = True            # not explored: must stay unknown
+    data = np.asarray(occupancy_grid(explored, obstacle, ArenaMatMapping(), stamp()).data).reshape(20, 15)
+    assert data[2, 1] == 100 and data[0, 0] == 0 and data[10, 10] == -1 and (data == -1).sum() == 300 - 9
+
+
+def test_arena_state_carries_the_explorers_mdf_pose_and_status(explored_sample):
+    _layout, explorer = explored_sample
+    msg = arena_state(explorer, Pose(4, 7, 1), 'RETURNING', 'on the way', 42, stamp())
+    assert (msg.mdf_part1, msg.mdf_part2) == explorer.mdf()
+    explored, obstacle = mdf.decode(msg.mdf_part1, msg.mdf_part2)
+    assert np.array_equal(explored, explorer.belief.explored)
+    assert np.array_equal(obstacle & explored, explorer.belief.obstacle)
+    assert (msg.robot_x, msg.robot_y, msg.heading) == (4, 7, 'E')
+    assert msg.explored_count == explorer.explored_count == 300
+    assert (msg.moves, msg.status, msg.status_text) == (42, ArenaState.RETURNING, 'on the way')
+    assert msg.header.frame_id == 'mat'
+
+
+def test_arena_state_lists_the_images_found():
+    layout = load_layout(ARENAS / '01_sample_arena_1.json')
+    from toio_navigator.arena.explorer import ExplorerConfig
+    from toio_navigator.arena.layout import ImageCard
+    layout.images = (ImageCard(5, 11, 0, 7),) if layout.obstacles[11, 5] else ()
+    if not layout.images:
+        pytest.skip('sample layout changed: no obstacle at (5, 11)')
+    explorer, _ = run_exploration(layout, ExplorerConfig(image_mode=True))
+    msg = arena_state(explorer, explorer.pose, 'DONE', '', explorer.moves, stamp())
+    assert [(i.id, i.x, i.y, i.face) for i in msg.images] == [(7, 5, 11, 'N')]
+
+
+def test_fastest_path_message_follows_the_route_through_cell_centres(explored_sample):
+    layout, explorer = explored_sample
+    route = explorer.fastest_path(layout.waypoint)
+    mapping = ArenaMatMapping()
+    path = route_path(route.poses, mapping, stamp())
+    assert path.header.frame_id == 'mat' and len(path.poses) == len(route.poses) == len(route.actions) + 1
+    for pose, ps in zip(route.poses, path.poses):
+        assert (ps.pose.position.x, ps.pose.position.y) == pytest.approx(
+            units.mat_to_ros_xy(*mapping.cell_to_mat(pose.x, pose.y)))
+        q = ps.pose.orientation
+        yaw = units.quaternion_to_yaw(q.x, q.y, q.z, q.w)
+        # arena north is ROS +y (yaw +90 deg), east is +x (yaw 0)
+        want = {0: math.pi / 2, 1: 0.0, 2: -math.pi / 2, 3: math.pi}[pose.heading]
+        assert abs((yaw - want + math.pi) % (2 * math.pi) - math.pi) < 1e-9
+    assert any((p.x, p.y) == layout.waypoint for p in route.poses)
+    assert (route.poses[-1].x, route.poses[-1].y) == (13, 18)
+
+
+def defaults(**changes):
+    values = {name: default for name, (default, _doc) in PARAMETERS.items()}
+    values.update(changes)
+    return values
+
+
+@pytest.mark.parametrize('changes, named', [
+    (dict(waypoint=[15, 3]), 'waypoint'),
+    (dict(waypoint=[1, 2, 3]), 'waypoint'),
+    (dict(cube='1cube'), 'cube'),
+    (dict(arena_cell_size=0.0), 'arena_cell_size'),
+    (dict(goal_tolerance=12.0), 'goal_tolerance'),       # more than half a 20-unit cell: could stop in the next cell
+    (dict(turn_speed=5), 'turn_speed'),
+    (dict(turn_cost=float('nan')), 'turn_cost'),
+    (dict(max_moves=0), 'max_moves'),
+    (dict(image_mode='yes'), 'image_mode'),
+])
+def test_bad_parameters_are_refused_with_their_name(changes, named):
+    with pytest.raises(ArenaNodeError, match=named):
+        settings_from_values(defaults(**changes))
+
+
+def test_waypoint_values():
+    assert parse_waypoint([7, 10]) == (7, 10)
+    assert parse_waypoint([-1, -1]) is None and parse_waypoint([]) is None
+    s = settings_from_values(defaults(waypoint=[3, 4], arena_cell_size=30.0))
+    assert s.waypoint == (3, 4) and s.mapping.cell_size == 30.0
+
+
+@pytest.fixture
+def node(ros_domain):
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    n = ArenaExplorerNode(context=context, parameter_overrides=[Parameter('waypoint', value=[7, 10])])
+    yield n
+    n.destroy_node()
+    rclpy.try_shutdown(context=context)
+
+
+def test_node_refuses_to_start_without_a_cube_and_names_what_is_missing(node):
+    from std_srvs.srv import Trigger
+    assert node.settings.waypoint == (7, 10)
+    r = node._srv_start_exploration(Trigger.Request(), Trigger.Response())
+    assert not r.success and 'cube1/state' in r.message
+    r = node._srv_start_fastest_path(Trigger.Request(), Trigger.Response())
+    assert not r.success and 'start_exploration' in r.message
+    r = node._srv_terminate(Trigger.Request(), Trigger.Response())
+    assert not r.success and 'nothing to terminate' in r.message
+    assert node.mode == 'IDLE'
+
+
+def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node):
+    result = node.set_parameters([Parameter('waypoint', value=[20, 3])])[0]
+    assert not result.successful and 'outside the arena' in result.reason
+    assert node.settings.waypoint == (7, 10)
+    assert node.set_parameters([Parameter('waypoint', value=[2, 15])])[0].successful
+    assert node.settings.waypoint == (2, 15)
+    assert node.set_parameters([Parameter('waypoint', value=[-1, -1])])[0].successful
+    assert node.settings.waypoint is None
+    result = node.set_parameters([Parameter('cube', value='cube2')])[0]
+    assert not result.successful and 'fixed at start-up' in result.reason
