@@ -152,7 +152,7 @@ class CubeHandle:
         sl = sr = 0.0
         # the reference's loop, literally: whether the last 0.01 s step runs depends on the rounding of the
         # clock (13 or 14 integration steps for lag 0.13)
-        t = t0 - 5 * step
+        t = t0 - p.pred_warmup_steps * step
         while t < now:
             tl, tr = self._target_at(t)
             sl += _sign(tl - sl) * min(abs(tl - sl), dv)
@@ -166,16 +166,16 @@ class CubeHandle:
             t += step
         self.xPred, self.yPred, self.radPred = xp, yp, rp
         self.spdPredL, self.spdPredR = sl, sr
-        for _ in range(5):                             # only 50 ms of stopping (B15)
+        for _ in range(p.pred_stop_steps):             # only 50 ms of stopping by default (B15)
             sl += _sign(-sl) * min(abs(sl), dv)
             sr += _sign(-sr) * min(abs(sr), dv)
             rp = float(wrap(rp + _f32((sl - sr) / p.wheel_track) * step))
             xp += math.cos(rp) * (sl + sr) / 2 * step
             yp += math.sin(rp) * (sl + sr) / 2 * step
         self.stopXPred, self.stopYPred, self.stopRadPred = xp, yp, rp
-        if abs(self.spdPredL) < 2:
+        if abs(self.spdPredL) < p.pred_small_speed:
             self.spdPredL = 0.0
-        if abs(self.spdPredR) < 2:
+        if abs(self.spdPredR) < p.pred_small_speed:
             self.spdPredR = 0.0
 
     # ------------------------------------------------------------------ commands (§4.3, §4.4)
@@ -329,22 +329,23 @@ class CubeHandle:
         bx = self.x * (1 - p.p_mv2tar_reach_pred) + self.xPred * p.p_mv2tar_reach_pred
         by = self.y * (1 - p.p_mv2tar_reach_pred) + self.yPred * p.p_mv2tar_reach_pred
         if math.hypot(bx - x, by - y) < tolerance:
-            return Movement(0.0, 0.0, 100, True)
-        end_deg = 110 * min(1.0, max(dist, 20) / max(1.0, max_spd) / k / 1.5 / (rotate_time / 1000.0))
-        tr = max_spd * _clip(1 - (abs(drad) - float(deg2rad(10))) / float(deg2rad(end_deg)), 0, 1)
+            return Movement(0.0, 0.0, p.reached_duration_ms, True)
+        end_deg = p.m2t_max_turn_deg * min(1.0, max(dist, 20) / max(1.0, max_spd) / k / p.m2t_turn_time_factor
+                                           / (rotate_time / 1000.0))
+        tr = max_spd * _clip(1 - (abs(drad) - float(deg2rad(p.m2t_full_speed_deg))) / float(deg2rad(end_deg)), 0, 1)
         half = max(max_spd, d) * 0.5
         tr *= _clip(dist, d * 0.5, half) / half
         rot = drad_pred / (rotate_time / 1000.0) * wt / k
         miu = abs(tr) / p.max_spd
-        rot *= abs(tr / 50) * miu + 1 * (1 - miu)
+        rot *= abs(tr / p.m2t_blend_speed) * miu + 1 * (1 - miu)
         return Movement(tr, rot, int(rotate_time), False)
 
     def rotate_to_rad(self, target: float, rotate_time: int = 400, tolerance: float = 0.1) -> Movement:
         p = self.p
         lag_ms, dt_ms = int(p.lag * 1000), int(p.dt * 1000)
-        rotate_time = int(_clip(int(rotate_time), lag_ms + dt_ms, 2000))
+        rotate_time = int(_clip(int(rotate_time), lag_ms + dt_ms, p.rotate_time_max))
         if abs(float(wrap(target - self.stopRadPred))) < tolerance:
-            return Movement(0.0, 0.0, 100, True)
+            return Movement(0.0, 0.0, p.reached_duration_ms, True)
         drad = float(wrap(target - self.radPred))
         rot = drad / (rotate_time / 1000.0) * p.wheel_track / p.k
         if abs(rot) < 2 * p.dead_zone:

@@ -135,3 +135,12 @@ class CubeHandleParams:
     pred_step: float = 0.01        # s
     history_len: int = 6
     border_tangent_window: float = 0.4  # rad
+    pred_warmup_steps: int = 5     # prediction starts this many steps before now − lag
+    pred_stop_steps: int = 5       # stop prediction length (B15: only 50 ms)
+    pred_small_speed: float = 2.0  # predicted wheel speeds below this count as 0 (dot/s)
+    reached_duration_ms: int = 100
+    m2t_max_turn_deg: float = 110.0     # heading error at which move_to_target stops translating (far target)
+    m2t_full_speed_deg: float = 10.0    # full speed within this heading error
+    m2t_turn_time_factor: float = 1.5
+    m2t_blend_speed: float = 50.0       # turning-radius / angular-rate steering blend
+    rotate_time_max: int = 2000         # ms; rotate_to_* clip rotateTime to [lag + dt, this]

@@ -50,6 +50,7 @@ class OrcaParams:
     park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
     yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
     yield_width: float = 1.5           # "heading at": the mover's v_pref passes within this many R
+    yield_speed: float = 0.5           # fraction of v_max of the sideways step
     blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
     safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
@@ -78,6 +79,8 @@ class OrcaPlanner:
         nbr, _dist = k_nearest(pos, p.max_neighbors, p.neighbor_dist, start_cutoff=4.0 * float(radius.max()))
         if p.right_bias > 0.0:
             v_pref = self._keep_right(pos, v_pref, radius, nbr)
+        if p.yield_to_movers:
+            v_pref = self._step_aside(state, v_pref, radius, nbr)
         if p.perturbation > 0.0:
             angle = self._rng.uniform(0.0, 2.0 * np.pi, n)
             v_pref = v_pref + p.perturbation * self._rng.uniform(0.0, 1.0, n)[:, None] * np.column_stack(
@@ -88,6 +91,38 @@ class OrcaPlanner:
         if p.safety_stop:
             velocity = self._safety_stop(state, velocity, nbr, dt)
         return waypoint_output(state, velocity, touching, p.waypoint_horizon)
+
+    def _step_aside(self, state: SwarmState, v_pref, radius, nbr) -> np.ndarray:
+        """A cube parked on its goal whose neighbour is a blocked mover heading at it prefers to step sideways,
+        away from the line of the mover's preferred velocity (to the mover's right on an exact tie), instead of
+        holding its spot: movers do not wait forever behind a parked cube or a gap between two."""
+        p = self.params
+        pos, vel = state.pos, state.vel
+        valid = nbr >= 0
+        j = np.where(valid, nbr, 0)
+        to_goal = np.hypot(*(state.goal - pos).T)
+        pref_speed = np.hypot(v_pref[:, 0], v_pref[:, 1])
+        blocked = (to_goal > 2.0 * p.park_radius) & (
+            np.hypot(vel[:, 0], vel[:, 1]) < p.blocked_fraction * pref_speed)
+        parked = to_goal < p.park_radius
+        rel_pos = pos[:, None, :] - pos[j]                                  # from the mover to the parked cube
+        combined = radius[:, None] + radius[j]
+        gap = np.hypot(rel_pos[..., 0], rel_pos[..., 1]) - combined
+        mover_pref = v_pref[j]
+        yields = (valid & parked[:, None] & blocked[j] & (gap < p.yield_gap)
+                  & self._in_way(mover_pref, rel_pos, combined, p.yield_width))
+        if not yields.any():
+            return v_pref
+        heading = mover_pref / np.maximum(np.hypot(mover_pref[..., 0], mover_pref[..., 1]), _EPS)[..., None]
+        right = np.stack([-heading[..., 1], heading[..., 0]], axis=-1)      # mover's right (mat, y down)
+        side = np.einsum('nkd,nkd->nk', rel_pos, right)
+        away = right * np.where(side < 0.0, -1.0, 1.0)[..., None]
+        push = np.where(yields[..., None], away, 0.0).sum(axis=1)
+        length = np.hypot(push[:, 0], push[:, 1])
+        aside = yields.any(axis=1) & (length > _EPS)
+        out = v_pref.copy()
+        out[aside] = push[aside] / length[aside, None] * (p.yield_speed * state.max_speed[aside, None])
+        return out
 
     def _safety_stop(self, state: SwarmState, velocity, nbr, dt) -> np.ndarray:
         """Last line of defence when the linear program had to relax constraints (dense crowds, coarse steps):
@@ -160,20 +195,6 @@ class OrcaPlanner:
                 np.hypot(pa[..., 0], pa[..., 1]) * np.hypot(pb[..., 0], pb[..., 1]))
             in_way = opposed & self._in_way(pa - pb, rel_pos, combined)
         share = np.full(j.shape, p.responsibility)
-        if p.yield_to_movers:
-            # a parked cube plans against where a nearby mover wants to go (its preferred velocity) and takes
-            # all of the avoidance: it steps aside, the mover waits for the way to open (it still assumes half)
-            to_goal = np.hypot(*(state.goal - pos).T)
-            parked = to_goal < p.park_radius
-            speed = np.hypot(vel[:, 0], vel[:, 1])
-            blocked = (to_goal > 2.0 * p.park_radius) & (
-                speed < p.blocked_fraction * np.hypot(v_pref[:, 0], v_pref[:, 1]))
-            mover = blocked[j]
-            gap = np.hypot(rel_pos[..., 0], rel_pos[..., 1]) - combined
-            heading_here = self._in_way(v_pref[j], -rel_pos, combined, p.yield_width)
-            yields = valid_nbr & parked[:, None] & mover & (gap < p.yield_gap) & heading_here
-            rel_vel = np.where(yields[..., None], vel[:, None, :] - v_pref[j], rel_vel)
-            share = np.where(yields, 1.0, share)
         u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt, in_way)
         # a cube that does not move (inactive) takes no share: the mover takes all of it
         if p.priority_share > 0.0:
