@@ -31,6 +31,7 @@ from toio_navigator.nodes import conversions
 if TYPE_CHECKING:
     from toio_navigator.nodes.cube_driver import CubeDriverNode
 
+_TF_SKIP_LOGGED = False
 _TARGET_TEXT = {r.value: r.name.lower().replace('_', ' ') for r in p.TargetResult}
 
 
@@ -92,8 +93,11 @@ class DriverFeatures:
             from geometry_msgs.msg import TransformStamped
             from tf2_ros import TransformBroadcaster
         except ImportError as exc:
-            self.node.get_logger().info(f'{self.node.cube}: TF not published: tf2_ros is not available ({exc}); '
-                                        'pose and odom carry the same information')
+            global _TF_SKIP_LOGGED
+            if not _TF_SKIP_LOGGED:          # once per process, not once per cube
+                _TF_SKIP_LOGGED = True
+                self.node.get_logger().info(f'TF not published: tf2_ros is not available ({exc}); '
+                                            'pose and odom carry the same information')
             return None
         return TransformBroadcaster(self.node), TransformStamped
 
