@@ -354,3 +354,15 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         probe.destroy_node()
         loop.call_soon_threadsafe(stop.set)
         stepping.result(timeout=5)
+
+
+def test_a_move_to_pose_without_an_answer_times_out_with_no_answer(rig):
+    cube, driver, probe, ex = rig(move_result_margin_s=0.1)
+    results = []
+    probe.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
+    goal = probe.create_publisher(msg.MoveToPose, '/cube1/move_to_pose', 10)
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0' and goal.get_subscription_count() > 0)
+    goal.publish(msg.MoveToPose(goal_id=5, x=300.0, y=300.0, timeout_s=1.0))
+    assert spin_until(ex, lambda: any(w[0] == 0x03 for w in cube.written(MOTOR)))   # sent; the fake cube stays silent
+    assert spin_until(ex, lambda: results, 10)
+    assert (results[-1].goal_id, results[-1].result) == (5, msg.MoveToPoseResult.NO_ANSWER)
