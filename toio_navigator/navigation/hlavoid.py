@@ -97,7 +97,7 @@ def sample_rads(rad: np.ndarray, tar_rad: np.ndarray, n: int, fov: float, fix_ga
 # ------------------------------------------------------------------------------------------------ scans
 
 #: pairs per block of the time-to-contact scan: small enough that the (S, block) temporaries stay in cache
-_PAIR_BLOCK = 1024
+_PAIR_BLOCK = 2048
 
 
 def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.ndarray, sin_r: np.ndarray,

@@ -8,8 +8,10 @@ i.e. what N single queries cost), both measured in this run.
 Layouts follow shared/benchmarks (copied facts, not read at run time):
   * circle   — the circle_swap generator, METRICS.md's cost-versus-N sweep: N cubes on a circle of radius
                max(150, ceil(N·52.8/(2π))) around (250, 250), heading to the antipode at 100 u/s;
-  * random10 — uniform random starts and goals in a square of area density 0.10 (N·π·r²/L², r = 16.5),
-               as random_mat_d10 / random_sq1200_d10, random headings and speeds 0..165 u/s.
+  * random10 — random non-overlapping starts (centres ≥ 2r apart) and random goals in a square of area density
+               0.10 (N·π·r²/L², r = 16.5),
+               as random_mat_d10 / random_sq1200_d10, random headings and speeds 0..165 u/s;
+  * random20 — the same at density 0.20 (random_mat_d20), the densest benchmark layout.
 Every layout has the AddBorder walls around its square. Usage: navigator_swarm.py [--repeats K] [--loop-cubes C]
 """
 from __future__ import annotations
@@ -41,9 +43,22 @@ def circle_layout(n: int, rng: np.random.Generator):
     return pos, goals, heading, spd, (lo, hi)
 
 
+def separated_points(n: int, side: float, rng: np.random.Generator) -> np.ndarray:
+    """n points in [0, side]² with centres at least 2r apart (random sequential addition), like real starts."""
+    pts = np.empty((0, 2))
+    while pts.shape[0] < n:
+        cand = rng.uniform(0, side, (4 * n, 2))
+        for p in cand:
+            if pts.shape[0] == n:
+                break
+            if pts.shape[0] == 0 or np.min(np.sum((pts - p) ** 2, axis=1)) >= (2 * RADIUS) ** 2:
+                pts = np.vstack([pts, p])
+    return pts
+
+
 def random_layout(n: int, rng: np.random.Generator, density: float = 0.10):
     side = math.sqrt(n * math.pi * RADIUS ** 2 / density)
-    pos = rng.uniform(0, side, (n, 2))
+    pos = separated_points(n, side, rng)
     goals = rng.uniform(0, side, (n, 2))
     heading = rng.uniform(-math.pi, math.pi, n)
     spd = rng.uniform(0, 165, n)
@@ -70,13 +85,13 @@ def time_swarm(st, prm, repeats: int) -> tuple[float, float]:
     return float(np.median(wall)) * 1000, float(np.median(cpu)) * 1000
 
 
-def time_loop(st, prm, cubes: int) -> float:
-    """ms for all N cubes, as a loop of single queries (timed on the first ``cubes`` cubes, scaled to N)."""
+def time_loop(st, prm, cubes: int) -> tuple[float, float]:
+    """Wall and CPU ms for all N cubes as a loop of single queries (timed on ``cubes`` cubes, scaled to N)."""
     pos, heading, spd, vel, w, goals, walls = st
     n = len(pos)
     m = min(n, cubes)
     one = np.ones(1)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for i in range(m):
         others = np.array([j for j in range(n) if j != i], dtype=np.intp)
         k = others.shape[0]
@@ -88,7 +103,7 @@ def time_loop(st, prm, cubes: int) -> float:
                           np.full(k, prm.boids.margin), np.ones(k, dtype=bool))
         with np.errstate(all='ignore'):
             navigate(egos, pairs, walls, prm, 'AVOID', 'towards')
-    return (time.perf_counter() - t) / m * n * 1000
+    return (time.perf_counter() - t) / m * n * 1000, (time.process_time() - c) / m * n * 1000
 
 
 def main() -> int:
@@ -98,17 +113,20 @@ def main() -> int:
     args = ap.parse_args()
     prm = NavigatorParams()
     print(f'# numpy {np.__version__}, python {platform.python_version()}, {platform.processor() or platform.machine()}')
-    print(f'{"layout":<9} {"N":>5} {"pairs<=cut":>10} {"swarm ms/step":>14} {"(cpu ms)":>9} {"loop ms/step":>13} '
-          f'{"speed-up":>9}')
-    for name, make in (('circle', circle_layout), ('random10', random_layout)):
+    print('# wall = median wall-clock ms per swarm step; cpu = median process CPU ms (robust on a busy machine);')
+    print('# loop = the same N queries as a per-cube loop of the same code; speed-up = loop cpu / swarm cpu')
+    print(f'{"layout":<9} {"N":>5} {"pairs<=cut":>10} {"wall ms":>8} {"cpu ms":>8} {"loop cpu ms":>12} {"speed-up":>9}')
+    layouts = (('circle', circle_layout), ('random10', random_layout),
+               ('random20', lambda n, rng: random_layout(n, rng, 0.20)))
+    for name, make in layouts:
         for n in (10, 100, 1000):
             rng = np.random.default_rng(n)
             st = state(make(n, rng))
             d = st[0][:, None, :] - st[0][None, :, :]
             near = int(((d ** 2).sum(-1) <= 244.0 ** 2).sum() - n)
             ms, cpu = time_swarm(st, prm, args.repeats)
-            loop = time_loop(st, prm, args.loop_cubes)
-            print(f'{name:<9} {n:>5} {near:>10} {ms:>14.2f} {cpu:>9.2f} {loop:>13.1f} {loop / ms:>8.1f}x')
+            _, loop = time_loop(st, prm, args.loop_cubes)
+            print(f'{name:<9} {n:>5} {near:>10} {ms:>8.2f} {cpu:>8.2f} {loop:>12.1f} {loop / cpu:>8.1f}x')
     return 0
 
 

@@ -52,6 +52,10 @@ class OrcaParams:
     yield_width: float = 1.5           # "heading at": the mover's v_pref passes within this many R
     yield_speed: float = 0.5           # fraction of v_max of the sideways step
     blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
+    unstick: bool = True               # a mover blocked for a while turns its v_pref to the right, growing
+    unstick_delay: float = 0.5         # s blocked before turning
+    unstick_rate: float = 1.5          # rad/s of turn while blocked
+    unstick_max: float = 1.4           # rad, largest turn
     safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
@@ -64,10 +68,12 @@ class OrcaPlanner:
         self.params = params or OrcaParams(**overrides)
         self._rng = np.random.default_rng(0)
         self._priority = np.zeros(0, np.int64)
+        self._blocked_time = np.zeros(0)
 
     def reset(self, n: int, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
         self._priority = self._rng.permutation(n)
+        self._blocked_time = np.zeros(n)
 
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
@@ -79,6 +85,8 @@ class OrcaPlanner:
         nbr, _dist = k_nearest(pos, p.max_neighbors, p.neighbor_dist, start_cutoff=4.0 * float(radius.max()))
         if p.right_bias > 0.0:
             v_pref = self._keep_right(pos, v_pref, radius, nbr)
+        if p.unstick:
+            v_pref = self._unstick(state, v_pref, dt)
         if p.yield_to_movers:
             v_pref = self._step_aside(state, v_pref, radius, nbr)
         if p.perturbation > 0.0:
@@ -91,6 +99,22 @@ class OrcaPlanner:
         if p.safety_stop:
             velocity = self._safety_stop(state, velocity, nbr, dt)
         return waypoint_output(state, velocity, touching, p.waypoint_horizon)
+
+    def _unstick(self, state: SwarmState, v_pref, dt) -> np.ndarray:
+        """Deadlock breaker with memory: while a cube away from its goal moves slower than blocked_fraction of
+        its preferred speed, its blocked time grows; past unstick_delay its v_pref turns right (clockwise on the
+        mat) at unstick_rate, up to unstick_max. Two cubes stuck face to face both turn right and pass."""
+        p = self.params
+        if len(self._blocked_time) != state.n:
+            self._blocked_time = np.zeros(state.n)
+        to_goal = np.hypot(*(state.goal - state.pos).T)
+        pref_speed = np.hypot(v_pref[:, 0], v_pref[:, 1])
+        blocked = (to_goal > p.park_radius) & (
+            np.hypot(state.vel[:, 0], state.vel[:, 1]) < p.blocked_fraction * pref_speed)
+        self._blocked_time = np.where(blocked, self._blocked_time + dt, 0.0)
+        angle = np.clip(p.unstick_rate * (self._blocked_time - p.unstick_delay), 0.0, p.unstick_max)
+        c, s = np.cos(angle), np.sin(angle)
+        return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
 
     def _step_aside(self, state: SwarmState, v_pref, radius, nbr) -> np.ndarray:
         """A cube parked on its goal whose neighbour is a blocked mover heading at it prefers to step sideways,
