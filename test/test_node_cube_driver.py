@@ -88,7 +88,8 @@ def test_pose_is_rep103_metres_y_up_counter_clockwise():
 class FakeCube(Node):
     """The other end of <cube>/ble/tx|rx: records every frame the driver writes and answers the version request."""
 
-    READS = {p.Characteristic.BATTERY_INFORMATION.value: b'\x50', p.Characteristic.BUTTON_INFORMATION.value: b'\x01\x80',
+    READS = {p.Characteristic.BATTERY_INFORMATION.value: b'\x50',
+             p.Characteristic.BUTTON_INFORMATION.value: b'\x01\x80',
              p.Characteristic.SENSOR_INFORMATION.value: b'\x01\x01\x00\x00\x01\x00'}
 
     def __init__(self, version: str = '2.4.0', context=None) -> None:
@@ -157,7 +158,7 @@ def test_driver_configures_the_cube_and_sends_motor_commands_with_their_duration
     assert spin_until(ex, lambda: b'\x1c\x00\x01' in cube.written(CONFIG))
     settings = cube.written(CONFIG)
     assert settings[0] == b'\x01\x00'                                  # version first
-    assert b'\x18\x00\x01\x00' in settings                             # ID every 10 ms, always (a still cube stays fresh)
+    assert b'\x18\x00\x01\x00' in settings              # ID every 10 ms, always: a still cube stays fresh
     assert b'\x19\x00\x07' in settings and b'\x1c\x00\x01' in settings  # missed after 70 ms, wheel speeds on
     assert spin_until(ex, lambda: cmd.get_subscription_count() > 0 and twist.get_subscription_count() > 0)
 
@@ -189,7 +190,8 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     assert (s.cube, s.x, s.y, s.link_state, s.firmware_version) == ('cube1', 709.0, 383.0, 2, '2.4.0')
     assert s.theta == pytest.approx(math.radians(306) - 2 * math.pi)  # [-pi, pi)
     pose = poses[-1].pose
-    assert (pose.position.x, pose.position.y) == pytest.approx((709 * units.METRES_PER_UNIT, -383 * units.METRES_PER_UNIT))
+    assert (pose.position.x, pose.position.y) == pytest.approx((709 * units.METRES_PER_UNIT,
+                                                                -383 * units.METRES_PER_UNIT))
     assert units.quaternion_to_yaw(pose.orientation.x, pose.orientation.y, pose.orientation.z,
                                    pose.orientation.w) == pytest.approx(-(math.radians(306) - 2 * math.pi))
     assert odoms[-1].child_frame_id == 'cube1/base_link'

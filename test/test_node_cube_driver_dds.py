@@ -3,7 +3,6 @@ cube moves -> state and pose out; a killed driver's cube stops by its command's 
 non-zero with a message, not a traceback."""
 from __future__ import annotations
 
-import math
 import signal
 import subprocess
 import sys

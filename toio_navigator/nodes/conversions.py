@@ -111,7 +111,7 @@ def imu_quaternion_from_cube(w: float, x: float, y: float, z: float) -> tuple[fl
 
 
 def euler_deg_to_ros_quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
-    """The cube's Euler angles (degrees, its own axes, order yaw -> pitch -> roll) -> REP 103 quaternion (x, y, z, w)."""
+    """The cube's Euler angles (degrees, its own axes, yaw -> pitch -> roll) -> REP 103 quaternion (x, y, z, w)."""
     # in REP 103 axes the roll keeps its sign, pitch and yaw change sign (y and z axes are flipped)
     r, p, y = math.radians(roll) / 2, -math.radians(pitch) / 2, -math.radians(yaw) / 2
     cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)

@@ -148,7 +148,8 @@ class CubeDriverNode(Node):
         self.bad_notifications = 0
         self.position_notifications = 0
         self.notifications = 0
-        self._last_sign = (1, 1)                # signs of the last wheel command (wheel-speed notifications are unsigned)
+        # signs of the last wheel command: wheel-speed notifications are unsigned
+        self._last_sign = (1, 1)
 
         self._state = CubeState(cube=cfg.cube, link_state=CubeState.LINK_DISCONNECTED)
         self._state.header.frame_id = cfg.frame_id

@@ -314,7 +314,8 @@ class DriverFeatures:
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, str(exc))
         timeout = goal.timeout_s or 10.0
         with node._lock:
-            self._moves[self._control_id] = (goal.goal_id, time.monotonic() + timeout + node.config.move_result_margin_s)
+            give_up = time.monotonic() + timeout + node.config.move_result_margin_s
+            self._moves[self._control_id] = (goal.goal_id, give_up)
         node.motor.submit(data)
 
     def _on_target_result(self, note: p.TargetMoveResult) -> None:

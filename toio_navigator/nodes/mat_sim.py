@@ -150,7 +150,8 @@ class MatSimNode(Node):
         for name in ('ground_truth_rate_hz', 'ir_rate_hz', 'command_delay_s', 'position_noise', 'arena_cell_size'):
             _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] >= 0, name,
                   f'must be a number >= 0, got {v[name]!r}')
-        _need(isinstance(v['seed'], int) and not isinstance(v['seed'], bool), 'seed', f'must be an integer, got {v["seed"]!r}')
+        _need(isinstance(v['seed'], int) and not isinstance(v['seed'], bool), 'seed',
+              f'must be an integer, got {v["seed"]!r}')
         poses = self._initial_poses(v['initial_poses'], len(cubes), v['mat'])
         try:
             firmware = FirmwareParams(version=str(v['firmware_version']))
