@@ -27,12 +27,28 @@ def _orca():
     return OrcaPlanner()
 
 
+def _orca_kr():
+    from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner
+    return OrcaKeepRightPlanner()
+
+
+def _hlavoid():
+    # written by the navigator-core engineer; imported only when asked for, so this registry works without it
+    from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
+    return HLAvoidPlanner()
+
+
 PLANNERS: dict[str, Callable[[], object]] = {
     'sfm': _sfm,
     'ttc': _ttc,
     'vo': _vo,
     'orca': _orca,
+    'orca_kr': _orca_kr,
+    'hlavoid': _hlavoid,
 }
+
+#: the planner that meets the acceptance criteria of issue 7 (see docs/planners.md)
+BEST_PLANNER = 'orca_kr'
 
 
 def make_planner(name: str):
@@ -41,4 +57,7 @@ def make_planner(name: str):
         factory = PLANNERS[name]
     except KeyError:
         raise ValueError(f'unknown planner {name!r} (known: {", ".join(sorted(PLANNERS))})') from None
-    return factory()
+    try:
+        return factory()
+    except ImportError as exc:
+        raise ValueError(f'planner {name!r} is not available: {exc}') from None

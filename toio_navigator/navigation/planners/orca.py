@@ -12,10 +12,20 @@ Our own implementation from the paper's definition (local_planners.md §3.4):
   half-planes while the obstacle half-planes stay hard.
 All agents are solved at once: constraint k is processed for every agent in one numpy operation.
 
-Symmetry breaking (documented, deterministic): perfectly symmetric swaps make plain ORCA freeze in a ring. We bend
-every agent's preferred velocity to its right (as drawn on the mat, y down) by up to ``right_bias`` radians,
-in proportion to how much of its path ahead is occupied, and add a seeded perturbation of ``perturbation`` u/s.
-Everyone keeps right, so head-on encounters become passing manoeuvres and a converging ring becomes a roundabout.
+``OrcaParams()`` is plain ORCA with the reference parameters (local_planners.md §4), like RVO2: it deadlocks in
+perfectly symmetric swaps. ``KEEP_RIGHT`` (planner ``orca_kr``, our best planner) adds deterministic symmetry
+breaking and deadlock handling on top of the same solver, every part a switchable parameter:
+* keep right: in a head-on encounter (preferred directions more than 90 deg apart, relative preferred velocity
+  aimed at the other disc) where plain ORCA would only brake (cut-off disc nearest), the half-plane of the leg on
+  the agent's right (clockwise on the mat, y down) is used instead; exact ties also go to that leg. Both agents
+  of a pair keep right, so they pass instead of freezing;
+* unstick: a cube away from its goal that stays slower than half its preferred speed turns its preferred
+  velocity to the right, more the longer it is blocked (memory per cube);
+* step aside: a cube parked on its goal moves sideways, away from the line of a blocked mover heading at it;
+* safety stop: a cube whose step would bring it closer than touching to a neighbour or a wall, and closer than
+  it is now, stands still for that step, so a relaxed (infeasible) program can never deepen a contact;
+* a shorter horizon (0.5 s) and a 1 u radius margin, which keep dense crowds moving.
+A seeded perturbation of ``perturbation`` u/s on the preferred velocity (RVO2 style) is common to both.
 """
 from __future__ import annotations
 
@@ -37,42 +47,43 @@ class OrcaParams:
     max_neighbors: int = 10            # K nearest agents considered
     max_obstacles: int = 6             # nearest obstacles considered
     responsibility: float = 0.5        # share of the avoidance each agent takes (reciprocity)
-    radius_margin: float = 2.0         # u added to every radius (sensing/discretisation margin)
+    radius_margin: float = 0.0         # u added to every radius (sensing/discretisation margin)
     arrival_steps: float = 1.0         # pref speed min(v_max, distance / (arrival_steps dt))
     perturbation: float = 0.01         # u/s, seeded random perturbation of the preferred velocity
-    right_bias: float = 0.0            # rad, largest rotation of v_pref to the right when the way ahead is taken
-    bias_range: float = 120.0          # u, gap ahead within which the right bias acts
-    priority_share: float = 0.0        # extra share (0..0.5) the lower-priority cube of a pair takes on
-    keep_right: bool = True            # commit to passing on the right a neighbour in the way of v_pref
-    keep_right_width: float = 1.5      # "in the way": v_pref_A - v_pref_B passes within this many R of B
-    head_on_cos: float = 0.5           # head-on: cos of the angle between the preferred directions below -this
-    yield_to_movers: bool = True       # a cube parked on its goal steps out of the way of a blocked mover
-    park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
-    yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
-    yield_width: float = 1.5           # "heading at": the mover's v_pref passes within this many R
-    yield_speed: float = 0.5           # fraction of v_max of the sideways step
-    blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
-    unstick: bool = True               # a mover blocked for a while turns its v_pref to the right, growing
+    keep_right: bool = False           # head-on pairs commit to passing each other on the right
+    keep_right_width: float = 1.0      # "aimed at": relative preferred velocity passes within this many R
+    head_on_cos: float = 0.0           # head-on: cos of the angle between preferred directions below -this
+    unstick: bool = False              # a mover blocked for a while turns its v_pref to the right, growing
     unstick_delay: float = 0.5         # s blocked before turning
     unstick_rate: float = 1.5          # rad/s of turn while blocked
     unstick_max: float = 1.4           # rad, largest turn
-    safety_stop: bool = True           # stop cubes whose step would bring a pair closer than touching + gap
+    blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
+    park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
+    yield_to_movers: bool = False      # a parked cube steps out of the way of a blocked mover
+    yield_gap: float = 40.0            # u, movers closer than this (body gap) heading at a parked cube
+    yield_width: float = 1.5           # "heading at": the mover's v_pref passes within this many R
+    yield_speed: float = 0.5           # fraction of v_max of the sideways step
+    safety_stop: bool = False          # stop cubes whose step would bring a pair closer than touching + gap
     safety_gap: float = 0.1            # u
     waypoint_horizon: float = 0.25     # s, waypoint = pos + v * horizon for CubeHandle-style followers
 
 
+#: our best planner: the same ORCA solver with symmetry breaking and deadlock handling switched on
+KEEP_RIGHT = dict(time_horizon=0.5, radius_margin=1.0, keep_right=True, unstick=True, yield_to_movers=True,
+                  safety_stop=True)
+
+
 class OrcaPlanner:
+    """Plain ORCA with the reference parameters unless ``params`` / keyword overrides say otherwise."""
     name = 'orca'
 
     def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
         self.params = params or OrcaParams(**overrides)
         self._rng = np.random.default_rng(0)
-        self._priority = np.zeros(0, np.int64)
         self._blocked_time = np.zeros(0)
 
     def reset(self, n: int, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
-        self._priority = self._rng.permutation(n)
         self._blocked_time = np.zeros(n)
 
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -83,8 +94,6 @@ class OrcaPlanner:
         vmax = state.max_speed
         v_pref = goal_velocity(pos, state.goal, vmax, dt, p.arrival_steps * dt)
         nbr, _dist = k_nearest(pos, p.max_neighbors, p.neighbor_dist, start_cutoff=4.0 * float(radius.max()))
-        if p.right_bias > 0.0:
-            v_pref = self._keep_right(pos, v_pref, radius, nbr)
         if p.unstick:
             v_pref = self._unstick(state, v_pref, dt)
         if p.yield_to_movers:
@@ -184,22 +193,6 @@ class OrcaPlanner:
         speed = np.hypot(rel_pref[..., 0], rel_pref[..., 1])
         return (ahead > 0.0) & (miss < width * combined * speed)
 
-    def _keep_right(self, pos, v_pref, radius, nbr) -> np.ndarray:
-        """Rotate v_pref to the right in proportion to the closest neighbour in the cone ahead."""
-        p = self.params
-        speed = np.hypot(v_pref[:, 0], v_pref[:, 1])
-        heading = v_pref / np.maximum(speed, _EPS)[:, None]
-        valid = nbr >= 0
-        rel = pos[np.where(valid, nbr, 0)] - pos[:, None, :]                            # (N, K, 2)
-        dist = np.hypot(rel[..., 0], rel[..., 1])
-        ahead = np.einsum('nkd,nd->nk', rel, heading) / np.maximum(dist, _EPS)        # cos of bearing
-        gap = dist - radius[:, None] - radius[np.where(valid, nbr, 0)]
-        closeness = np.clip(1.0 - gap / p.bias_range, 0.0, 1.0) * np.clip(ahead, 0.0, 1.0)
-        amount = p.right_bias * np.where(valid, closeness, 0.0).max(axis=1, initial=0.0)
-        c, s = np.cos(amount), np.sin(amount)
-        # mat frame has y down: turning right is the positive (clockwise) rotation
-        return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
-
     def _constraints(self, state: SwarmState, radius, nbr, dt, v_pref):
         """Half-planes (normal, point) per agent: obstacles first (hard), then neighbours."""
         p = self.params
@@ -212,21 +205,15 @@ class OrcaPlanner:
         combined = radius[:, None] + radius[j]
         in_way = None
         if p.keep_right:
-            # only head-on encounters: preferred directions more than ~120 deg apart and the relative preferred
-            # velocity heading for the other disc (a parked cube has no preferred direction: never commits)
+            # only head-on encounters: preferred directions more than acos(-head_on_cos) apart and the relative
+            # preferred velocity aimed at the other disc (a parked cube has no preferred direction: never commits)
             pa, pb = v_pref[:, None, :], v_pref[j]
             opposed = np.einsum('nkd,nkd->nk', pa, pb) < -p.head_on_cos * (
                 np.hypot(pa[..., 0], pa[..., 1]) * np.hypot(pb[..., 0], pb[..., 1]))
             in_way = opposed & self._in_way(pa - pb, rel_pos, combined)
-        share = np.full(j.shape, p.responsibility)
         u, nrm = _vo_correction(rel_pos, rel_vel, combined, p.time_horizon, dt, in_way)
         # a cube that does not move (inactive) takes no share: the mover takes all of it
-        if p.priority_share > 0.0:
-            if len(self._priority) != n:
-                self._priority = np.random.default_rng(0).permutation(n)
-            prio = self._priority
-            share = share + p.priority_share * np.sign(prio[j] - prio[:, None])
-        share = np.where(state.active[j], share, 1.0)
+        share = np.where(state.active[j], p.responsibility, 1.0)
         agent_point = vel[:, None, :] + share[..., None] * u
         touching = (valid_nbr & (np.hypot(rel_pos[..., 0], rel_pos[..., 1]) < combined - 2 * p.radius_margin)).any(1)
         normals, points, valids = [nrm], [agent_point], [valid_nbr]
@@ -387,3 +374,11 @@ def _lp3(normal, point, valid, hard, vmax, v, fail):
         v[rows[ok]] = cand[ok]
         worst[rows] = -np.einsum('nd,nd->n', v[rows] - qk, nk)
     return v
+
+
+class OrcaKeepRightPlanner(OrcaPlanner):
+    """ORCA with keep-right symmetry breaking, unsticking, stepping aside and the safety stop (KEEP_RIGHT)."""
+    name = 'orca_kr'
+
+    def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
+        super().__init__(params or OrcaParams(**{**KEEP_RIGHT, **overrides}))
