@@ -1,7 +1,7 @@
 """HLAvoid, the reference's human-like collision avoidance (fact sheet §2), for B egos at once.
 
-Steps, each a numpy expression over arrays of shape (B, S) (S = nsample + 1 directions), (P, S) (P ego–other
-pairs) or (B, M, S) (M walls):
+Steps, each a numpy expression over arrays of shape (B, S) (S = nsample + 1 directions), (S, P) (P ego–other
+pairs, in cache-sized blocks) or (Q, S) (Q ego–wall pairs that can matter):
 
 * ``sample_rads``      §2.3 uniform directions plus the target bearing (with the reference's gap defect, B1)
 * ``scan``             §2.4–§2.7 target ray, time-to-contact against other robots, circle casts against walls,

@@ -16,7 +16,7 @@ import numpy as np
 
 from .batch import EgoBatch, PairBatch, empty_pairs
 from .navigator import Direction, Mode, NaviBatch, navigate
-from .params import BoidsParams, HLAvoidParams, NavigatorParams
+from .params import NavigatorParams
 
 FORMAT = 'toio-navigator-conformance/1'
 
