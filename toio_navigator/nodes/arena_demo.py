@@ -84,6 +84,11 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
     except LayoutError as exc:
         print(f'toio-nav demo --arena: {exc}', file=sys.stderr)
         return 2
+    if (layout.start.x, layout.start.y, layout.start.heading, layout.goal) != (1, 1, 0, (13, 18)):
+        print(f'toio-nav demo --arena: the arena_explorer node starts on (1,1) facing N and ends on (13,18); '
+              f'{layout_path} has start ({layout.start.x},{layout.start.y},{layout.start.letter}) and goal '
+              f'{layout.goal}', file=sys.stderr)
+        return 2
     if waypoint is None:
         waypoint = layout.waypoint
     if not (real_time_factor > 0 and timeout > 0 and turn_cost >= 0):

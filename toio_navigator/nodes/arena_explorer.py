@@ -55,7 +55,9 @@ STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durabil
 
 NO_WAYPOINT = [-1, -1]
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
-TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
+STALE_S = 2.0             # no cube state for this long while moving: the run stops with ERROR
+TURN_TIMEOUT_S = 5.0
+STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
 
 #: name -> (default, description)
 PARAMETERS: dict[str, tuple[object, str]] = {
@@ -243,6 +245,7 @@ class ArenaExplorerNode(Node):
         self.readings = None
         self.command = None          # the explorer command (or fastest-path command) being executed
         self._ids = 0
+        self._final_report: float | None = None   # when to publish the pose the cube stopped on
         self.cube_state: tuple[float, CubeState] | None = None
         self.ir: tuple[float, IrRanges] | None = None
         self.nav: tuple[float, NavResult] | None = None
@@ -253,6 +256,7 @@ class ArenaExplorerNode(Node):
         self.create_subscription(MoveToPoseResult, f'{cube}/move_to_pose/result', self._on_move_result, 10)
         self.move_pub = self.create_publisher(MoveToPose, f'{cube}/move_to_pose', 10)
         self.set_goal = self.create_client(SetGoal, 'navigator/set_goal')
+        self.cancel_move = self.create_client(Trigger, f'{cube}/move_to_pose/cancel')
         self.map_pub = self.create_publisher(OccupancyGrid, 'arena/map', LATCHED)
         self.state_pub = self.create_publisher(ArenaState, 'arena/state', STATE_QOS)
         self.path_pub = self.create_publisher(Path, 'arena/fastest_path', LATCHED)
@@ -386,9 +390,13 @@ class ArenaExplorerNode(Node):
 
     # ---------------------------------------------------------------------------------------------- the loop
     def _tick(self) -> None:
+        if self._final_report is not None and time.monotonic() >= self._final_report:
+            self._final_report = None
+            self._report_where_it_stopped()
         if not self._busy():
             return
         try:
+            self._check_cube()
             while self.steps and self._poll(self.steps[0]):
                 self.steps.pop(0)
             if not self.steps:
@@ -470,6 +478,15 @@ class ArenaExplorerNode(Node):
             self.pose = self.pose.turned_left() if kind == LEFT else self.pose.turned_right()
             return [Step('release'), Step('pose', self.pose), Step('check', self.pose)]
         raise StepFailed(f'unknown command {kind!r}')
+
+    def _check_cube(self) -> None:
+        """Fail at once (instead of after every retry) when the cube's pose stops coming or it left the mat."""
+        cube = self.settings.cube
+        age = math.inf if self.cube_state is None else time.monotonic() - self.cube_state[0]
+        if age > STALE_S:
+            raise StepFailed(f'no {cube}/state for {STALE_S:g} s: the cube_driver stopped or lost its cube')
+        if not self.cube_state[1].on_mat:
+            raise StepFailed(f'{cube} left the mat (position ID missed)')
 
     # ---------------------------------------------------------------------------------------------- steps
     def _poll(self, step: Step) -> bool:
@@ -594,7 +611,22 @@ class ArenaExplorerNode(Node):
         return False
 
     # ---------------------------------------------------------------------------------------------- output
+    def _report_where_it_stopped(self) -> None:
+        """After a terminate or an error the cube may have stopped between the cells of its last command: report
+        the cell it really stands on (and plan from there), once it has had time to stop."""
+        if self.cube_state is None or self.explorer is None:
+            return
+        msg = self.cube_state[1]
+        mapping = self.settings.mapping
+        if msg.on_mat and mapping.inside(msg.x, msg.y):
+            self.pose = mapping.mat_to_pose(msg.x, msg.y, msg.theta)
+            self._publish(state=True)
+
     def _stop_cube(self) -> None:
+        if self.mode in ('EXPLORING', 'FASTEST_PATH') and self.steps:
+            self._final_report = time.monotonic() + STOP_REPORT_S
+        if self.steps and self.steps[0].kind == 'pose' and self.cancel_move.service_is_ready():
+            self.cancel_move.call_async(Trigger.Request())     # the cube's own move would go on otherwise
         self.steps = []
         if self.set_goal.service_is_ready():
             self.set_goal.call_async(SetGoal.Request(goal=NavGoal(goal_id=self._next_id(), cube=self.settings.cube,
