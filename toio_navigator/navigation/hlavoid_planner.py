@@ -46,14 +46,17 @@ class HLAvoidPlanner:
                          margin=np.asarray(state.radius, dtype=float))
         self.last = res
         k = UNITS_PER_S_PER_MOTOR_UNIT
-        max_u = np.asarray(state.max_speed, dtype=float) / k
-        speed = np.minimum(res.speed_limit, max_u * res.speed_ratio) * k
+        max_speed = np.asarray(state.max_speed, dtype=float)
+        if self.params.fixes.speed_limit_units:     # the limit is taken as what it is built as: dot/s
+            speed = np.minimum(res.speed_limit, max_speed * res.speed_ratio)
+        else:                                       # reference: the limit caps a motor-unit speed (B2)
+            speed = np.minimum(res.speed_limit, max_speed / k * res.speed_ratio) * k
         pos = np.asarray(state.pos, dtype=float)
         delta = res.waypoint - pos
         dist = np.hypot(delta[:, 0], delta[:, 1])
         if dt > 0:
             speed = np.minimum(speed, dist / dt)
-        speed = np.minimum(speed, np.asarray(state.max_speed, dtype=float))
+        speed = np.minimum(speed, max_speed)
         safe = np.where(dist > 0, dist, 1.0)
         velocity = delta / safe[:, None] * np.where(dist > 0, speed, 0.0)[:, None]
         active = np.asarray(state.active, dtype=bool)
