@@ -368,3 +368,36 @@ def test_a_move_to_pose_without_an_answer_times_out_with_no_answer(rig):
     assert spin_until(ex, lambda: any(w[0] == 0x03 for w in cube.written(MOTOR)))   # sent; the fake cube stays silent
     assert spin_until(ex, lambda: results, 10)
     assert (results[-1].goal_id, results[-1].result) == (5, msg.MoveToPoseResult.NO_ANSWER)
+
+
+#: the driver's interface as the README lists it (with publish_odom true and transport sim)
+DRIVER_PUBLISHES = {
+    '/cube1/state': 'toio_navigator/msg/CubeState', '/cube1/pose': 'geometry_msgs/msg/PoseStamped',
+    '/cube1/odom': 'nav_msgs/msg/Odometry', '/cube1/link_state': 'toio_navigator/msg/LinkStatus',
+    '/cube1/imu': 'sensor_msgs/msg/Imu', '/cube1/motion': 'toio_navigator/msg/MotionState',
+    '/cube1/magnet': 'toio_navigator/msg/MagnetState', '/cube1/button': 'std_msgs/msg/Bool',
+    '/cube1/battery': 'sensor_msgs/msg/BatteryState', '/cube1/position_missed': 'std_msgs/msg/Bool',
+    '/cube1/move_to_pose/result': 'toio_navigator/msg/MoveToPoseResult',
+    '/diagnostics': 'diagnostic_msgs/msg/DiagnosticArray', '/cube1/ble/tx': 'toio_navigator/msg/BleFrame',
+}
+DRIVER_SUBSCRIBES = {
+    '/cube1/motor_cmd': 'toio_navigator/msg/MotorCommand', '/cube1/cmd_vel': 'geometry_msgs/msg/Twist',
+    '/cube1/light': 'std_msgs/msg/ColorRGBA', '/cube1/light/pattern': 'toio_navigator/msg/LightCommand',
+    '/cube1/sound/effect': 'std_msgs/msg/UInt8', '/cube1/sound/melody': 'toio_navigator/msg/Melody',
+    '/cube1/move_to_pose': 'toio_navigator/msg/MoveToPose', '/cube1/ble/rx': 'toio_navigator/msg/BleFrame',
+}
+
+
+def test_the_graph_shows_the_documented_interface(rig):
+    _cube, driver, probe, ex = rig(publish_odom=True)
+
+    def of(names_and_types):
+        return {name: types[0] for name, types in names_and_types if not name.startswith('/parameter_events')
+                and name != '/rosout'}
+    assert spin_until(ex, lambda: of(probe.get_publisher_names_and_types_by_node('cube_driver', '/cube1'))
+                      == DRIVER_PUBLISHES)
+    assert of(probe.get_subscriber_names_and_types_by_node('cube_driver', '/cube1')) == DRIVER_SUBSCRIBES
+    services = {name for name, _types in probe.get_service_names_and_types_by_node('cube_driver', '/cube1')}
+    assert '/cube1/move_to_pose/cancel' in services
+    params = set(driver._parameters)
+    assert {'transport', 'motor_duration_ms', 'publish_odom', 'light_min_interval_s', 'imu'} <= params
