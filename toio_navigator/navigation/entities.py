@@ -81,6 +81,7 @@ def walls_array(walls) -> np.ndarray:
 
 def line_coeffs(x1, y1, x2, y2):
     """(a, b, c) of a·x + b·y + c = 0 through two distinct points, built as the reference builds it."""
+    x1, y1, x2, y2 = (v if isinstance(v, np.ndarray) else np.asarray(v, dtype=float) for v in (x1, y1, x2, y2))
     c = x1 * y2 - x2 * y1
     a = y1 - y2
     b = x2 - x1
@@ -93,9 +94,8 @@ def line_coeffs(x1, y1, x2, y2):
         c = c / mag
     if not (vertical.any() or horizontal.any()):
         return a, b, c
-    x1, y1, a, b, c = np.broadcast_arrays(x1, y1, a, b, c)
-    horizontal = horizontal & ~vertical
+    # axis-parallel: (1, 0, −x1) or (0, 1, −y1), with c = +0.0 when the coordinate is 0 (0.0 − 0.0 = +0.0)
     a = np.where(vertical, 1.0, np.where(horizontal, 0.0, a))
     b = np.where(vertical, 0.0, np.where(horizontal, 1.0, b))
-    c = np.where(vertical, np.where(x1 == 0, 0.0, -x1), np.where(horizontal, np.where(y1 == 0, 0.0, -y1), c))
+    c = np.where(vertical, 0.0 - x1, np.where(horizontal, 0.0 - y1, c))
     return a, b, c
