@@ -1,6 +1,6 @@
 """cube_driver + mat_sim as separate processes over real DDS: command in -> exact bytes at the virtual cube -> the
-cube moves -> state and pose out; a killed driver's cube stops by its command's duration; bad parameters exit
-non-zero with a message, not a traceback."""
+cube moves -> state and pose out; move_to_pose answered by the virtual firmware; a killed driver's cube stops by its
+command's duration; bad parameters exit non-zero with a message, not a traceback."""
 from __future__ import annotations
 
 import signal
@@ -72,15 +72,25 @@ def test_command_bytes_reach_the_virtual_cube_which_moves_and_reports_back(probe
     node.create_subscription(PoseArray, '/mat_sim/ground_truth', truth.append, 10)
     node.create_subscription(msg.BleFrame, '/cube1/ble/tx', lambda f: tx.append((f.uuid, bytes(f.data))), BLE_QOS)
     cmd = node.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    goal = node.create_publisher(msg.MoveToPose, '/cube1/move_to_pose', 10)
+    results = []
+    node.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
     sim = start('mat_sim', ['-p', 'cubes:=[cube1]', '-p', 'initial_poses:=[100.0, 250.0, 0.0]'], child_env)
     driver = start('cube_driver', ['-r', '__ns:=/cube1', '-p', 'motor_duration_ms:=300'], child_env)
     try:
         assert spin_until(ex, lambda: poses and any(s.on_mat and s.link_state == 2 for s in states), 30), \
             f'no state from the driver: {driver.stderr.read() if driver.poll() is not None else ""}'
+        assert states[-1].x == pytest.approx(100.0, abs=1.0)
+        assert poses[-1].pose.position.x == pytest.approx(states[-1].x * units.METRES_PER_UNIT, abs=1e-3)
+        assert spin_until(ex, lambda: cmd.get_subscription_count() > 0 and goal.get_subscription_count() > 0, 10)
+
+        # the firmware's own target control answers a move_to_pose (0x03 -> 0x83)
+        goal.publish(msg.MoveToPose(goal_id=42, x=130.0, y=250.0, theta=0.0, max_speed=80,
+                                    angle_mode=msg.MoveToPose.ANGLE_SHORTEST, timeout_s=8.0))
+        assert spin_until(ex, lambda: results, 20)
+        assert (results[-1].goal_id, results[-1].result) == (42, msg.MoveToPoseResult.REACHED), results[-1].text
+        assert spin_until(ex, lambda: abs(states[-1].x - 130.0) <= 15.0, 5)
         start_x = states[-1].x
-        assert start_x == pytest.approx(100.0, abs=1.0)
-        assert poses[-1].pose.position.x == pytest.approx(start_x * units.METRES_PER_UNIT, abs=1e-3)
-        assert spin_until(ex, lambda: cmd.get_subscription_count() > 0, 10)
 
         # drive forward: the exact 0x02 bytes cross the simulated link, and the cube moves along +x
         for _ in range(8):
@@ -130,24 +140,3 @@ def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expecte
     assert expected in err
     assert 'Traceback' not in err
 
-
-def test_move_to_pose_is_answered_by_the_virtual_cube_firmware(probe, child_env):
-    node, ex = probe
-    results = []
-    node.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
-    links = []
-    node.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append,
-                             rclpy.qos.QoSProfile(depth=1, durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL))
-    goal = node.create_publisher(msg.MoveToPose, '/cube1/move_to_pose', 10)
-    sim = start('mat_sim', ['-p', 'cubes:=[cube1]', '-p', 'initial_poses:=[150.0, 250.0, 0.0]'], child_env)
-    driver = start('cube_driver', ['-r', '__ns:=/cube1'], child_env)
-    try:
-        assert spin_until(ex, lambda: links and links[-1].firmware_version == '2.4.0', 30)
-        assert spin_until(ex, lambda: goal.get_subscription_count() > 0, 10)
-        goal.publish(msg.MoveToPose(goal_id=42, x=200.0, y=250.0, theta=0.0, max_speed=80,
-                                    angle_mode=msg.MoveToPose.ANGLE_SHORTEST, timeout_s=8.0))
-        assert spin_until(ex, lambda: results, 20)
-        assert (results[-1].goal_id, results[-1].result) == (42, msg.MoveToPoseResult.REACHED), results[-1].text
-    finally:
-        stop(driver)
-        stop(sim)
