@@ -293,6 +293,13 @@ def _vo_correction(rel_pos, rel_vel, combined, horizon, dt, keep_right=None):
 def solve_velocity(normal, point, valid, hard, vmax, v_pref) -> np.ndarray:
     """argmin |v - v_pref| s.t. (v - point_k) . normal_k >= 0 for valid k and |v| <= vmax, for every row; rows
     whose program is infeasible get the velocity minimising the largest violation of the non-hard half-planes."""
+    if hard.any():
+        # the fallback keeps the hard half-planes in front of the soft ones: put them first
+        order = np.argsort(~hard, axis=1, kind='stable')
+        normal = np.take_along_axis(normal, order[..., None], axis=1)
+        point = np.take_along_axis(point, order[..., None], axis=1)
+        valid = np.take_along_axis(valid, order, axis=1)
+        hard = np.take_along_axis(hard, order, axis=1)
     velocity, fail = _lp2(normal, point, valid, vmax, v_pref, direction=False)
     bad = np.nonzero(fail < valid.shape[1])[0]
     if bad.size:
