@@ -1,12 +1,19 @@
 """The reference Navigator (HLAvoid / Boids / both) behind the shared LocalPlanner interface (planner.py).
 
 Each tick every active cube gets one Navigator query (modes of fact sheet §1.4) through the vectorised
-``swarm_step``; the waypoint is turned into a holonomic velocity towards it at the reference's drive speed
-min(speedLimit, maxSpeed · speedRatio) — speedLimit is in motor units in the reference (B2), so the cap is
-compared in motor units and converted back with K — and never farther than the waypoint in one tick.
-The yaw rate the reference reads from the wheels is estimated from the heading change between ticks.
+``swarm_step``. A toio cube steers like CubeHandle.move_to_target (§4.5): it turns towards the waypoint at
+δ/rotateTime and translates only when roughly facing it, so a speed limit of 0 (the overlap stop rule) means
+"turn in place", which is how the reference gets out of a jam. A holonomic simulator has no heading of its own
+worth using, so the planner keeps a heading per cube with exactly that steering model, feeds it to HLAvoid, and
+moves the cube along it at the reference's drive speed min(speedLimit, maxSpeed · speedRatio) (speedLimit is in
+motor units in the reference, B2, unless ``Fixes.speed_limit_units``), never past the waypoint in one tick.
+A cube stops once both its goal and its waypoint are within ``arrive_tolerance`` (move_to_target's 8). Unlike
+the real handle it does not stop for a short waypoint short of the goal: with no sensor noise to break the
+symmetry that would freeze symmetric encounters for good (B26, B27).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -22,27 +29,34 @@ from .swarm import swarm_step
 class HLAvoidPlanner:
     """LocalPlanner running the reference Navigator in ``mode`` (AVOID, BOIDS or BOIDS_AVOID)."""
 
-    def __init__(self, params: NavigatorParams | None = None, mode: Mode | str = Mode.AVOID):
+    def __init__(self, params: NavigatorParams | None = None, mode: Mode | str = Mode.AVOID,
+                 rotate_time_s: float = 0.25, full_speed_deg: float = 10.0, stop_deg: float = 120.0,
+                 arrive_tolerance: float = 8.0):
         self.params = params or NavigatorParams()
         self.mode = Mode(mode)
         self.name = {Mode.AVOID: 'hlavoid', Mode.BOIDS: 'boids', Mode.BOIDS_AVOID: 'boids_avoid'}[self.mode]
-        self._prev_heading: np.ndarray | None = None
+        self.rotate_time_s = rotate_time_s                 # move_to_target's rotateTime (250 ms)
+        self.full_speed = math.radians(full_speed_deg)     # full translation within this heading error
+        self.stop = math.radians(stop_deg)                 # no translation beyond this heading error
+        self.arrive_tolerance = arrive_tolerance           # stop once goal and waypoint are this close
+        self._heading: np.ndarray | None = None
+        self._w: np.ndarray | None = None
         self.last = None      # the last NaviBatch, for inspection
 
     def reset(self, n: int, seed: int = 0) -> None:
-        self._prev_heading = None          # deterministic: no sampling, the seed is not needed
+        self._heading = None          # deterministic: no sampling, the seed is not needed
+        self._w = None
 
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         n = state.n
-        heading = np.asarray(state.heading, dtype=float)
+        pos = np.asarray(state.pos, dtype=float)
         vel = np.asarray(state.vel, dtype=float)
+        if self._heading is None or self._heading.shape != (n,):
+            self._heading = np.asarray(state.heading, dtype=float).copy()
+            self._w = np.zeros(n)
+        heading = self._heading
         spd = vel[:, 0] * np.cos(heading) + vel[:, 1] * np.sin(heading)
-        if self._prev_heading is None or self._prev_heading.shape != heading.shape or dt <= 0:
-            w = np.zeros(n)
-        else:
-            w = wrap(heading - self._prev_heading) / dt
-        self._prev_heading = heading.copy()
-        res = swarm_step(state.pos, heading, spd, vel, w, state.goal, self.params, state.walls, self.mode,
+        res = swarm_step(pos, heading, spd, vel, self._w, state.goal, self.params, state.walls, self.mode,
                          margin=np.asarray(state.radius, dtype=float))
         self.last = res
         k = UNITS_PER_S_PER_MOTOR_UNIT
@@ -51,15 +65,23 @@ class HLAvoidPlanner:
             speed = np.minimum(res.speed_limit, max_speed * res.speed_ratio)
         else:                                       # reference: the limit caps a motor-unit speed (B2)
             speed = np.minimum(res.speed_limit, max_speed / k * res.speed_ratio) * k
-        pos = np.asarray(state.pos, dtype=float)
         delta = res.waypoint - pos
         dist = np.hypot(delta[:, 0], delta[:, 1])
+        # steer like move_to_target: turn towards the waypoint, translate when facing it
+        goal_d = np.hypot(*(np.asarray(state.goal, dtype=float) - pos).T)
+        reached = (dist < self.arrive_tolerance) & (goal_d < self.arrive_tolerance)
+        err = np.where(reached, 0.0, wrap(np.arctan2(delta[:, 1], delta[:, 0]) - heading))
+        turn = err * min(1.0, dt / self.rotate_time_s) if dt > 0 else np.zeros(n)
+        new_heading = wrap(heading + turn)
+        facing = np.clip(1 - (np.abs(err) - self.full_speed) / (self.stop - self.full_speed), 0.0, 1.0)
+        speed = np.where(reached, 0.0, speed * facing)
         if dt > 0:
             speed = np.minimum(speed, dist / dt)
         speed = np.minimum(speed, max_speed)
-        safe = np.where(dist > 0, dist, 1.0)
-        velocity = delta / safe[:, None] * np.where(dist > 0, speed, 0.0)[:, None]
+        velocity = speed[:, None] * np.stack([np.cos(new_heading), np.sin(new_heading)], axis=1)
         active = np.asarray(state.active, dtype=bool)
         velocity[~active] = 0.0
+        self._w = np.where(active, turn / dt, 0.0) if dt > 0 else np.zeros(n)
+        self._heading = np.where(active, new_heading, heading)
         waypoint = np.where(active[:, None], res.waypoint, pos)
         return PlannerOutput(velocity, waypoint, np.where(active, speed, 0.0), res.collision & active)

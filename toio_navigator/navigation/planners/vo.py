@@ -60,14 +60,17 @@ class VoPlanner:
                            start_cutoff=4.0 * float(radius.max()))
         g = neighbour_geometry(state, nbr)
         near = g.valid & (g.gap < p.sensing_gap)
-        rel_pos = (pos[:, None, :] - pos[g.j])[:, None, :, :]                       # (N, 1, K, 2)
-        other = vel[g.j][:, None, :, :]
+        rel_pos = pos[:, None, :] - pos[g.j]                                          # (N, K, 2)
+        other = vel[g.j]
         if p.reciprocal:
-            rel_vel = 2.0 * cand[:, :, None, :] - vel[:, None, None, :] - other
+            rel_x = 2.0 * cand[..., 0, None] - vel[:, None, None, 0] - other[:, None, :, 0]
+            rel_y = 2.0 * cand[..., 1, None] - vel[:, None, None, 1] - other[:, None, :, 1]
         else:
-            rel_vel = cand[:, :, None, :] - other                                    # (N, S+3, K, 2)
-        tau = self._tau(rel_pos, rel_vel, g.combined[:, None, :], near[:, None, :])
-        tau_min = tau.min(axis=2)
+            rel_x = cand[..., 0, None] - other[:, None, :, 0]                          # (N, S+3, K)
+            rel_y = cand[..., 1, None] - other[:, None, :, 1]
+        tau = _sampled_tau(rel_pos[:, None, :, 0], rel_pos[:, None, :, 1], rel_x, rel_y,
+                           g.combined[:, None, :], p.velocity_error)
+        tau_min = np.where(near[:, None, :], tau, np.inf).min(axis=2)
         collision = (g.valid & (g.gap < 0.0)).any(axis=1)
         if len(state.walls):
             wall_tau, wall_normal, body_gap = wall_time_to_collision(pos, cand, state.walls, radius,
@@ -92,10 +95,16 @@ class VoPlanner:
         velocity[~state.active] = 0.0
         return waypoint_output(state, velocity, collision, p.waypoint_horizon)
 
-    def _tau(self, rel_pos, rel_vel, combined, use):
-        rel_pos = np.broadcast_to(rel_pos, rel_vel.shape)
-        tau = time_to_collision(rel_pos, rel_vel, np.broadcast_to(combined, rel_vel.shape[:-1]),
-                                self.params.velocity_error)
-        separating = np.einsum('...d,...d->...', rel_pos, rel_vel) >= 0.0
-        tau = np.where((tau == 0.0) & separating, np.inf, tau)
-        return np.where(use, tau, np.inf)
+
+def _sampled_tau(px, py, vx, vy, combined, velocity_error):
+    """time_to_collision on component arrays (the hot loop of VO: N x candidates x neighbours), where a pair
+    that already overlaps but separates under the candidate is not a collision."""
+    closing = px * vx + py * vy
+    a = vx * vx + vy * vy - velocity_error ** 2
+    b = closing - velocity_error * combined
+    c = px * px + py * py - combined * combined
+    disc = b * b - a * c
+    approaching = (b < 0.0) & (disc > 0.0)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        tau = np.where(approaching, c / (-b + np.sqrt(np.maximum(disc, 0.0))), np.inf)
+    return np.where(c < 0.0, np.where(closing >= 0.0, np.inf, 0.0), tau)
