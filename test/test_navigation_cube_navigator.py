@@ -144,3 +144,23 @@ def test_planner_head_on_swap_resolves_without_contact():
         closest = min(closest, float(np.linalg.norm(st.pos[0] - st.pos[1])))
     assert np.linalg.norm(st.pos - st.goal, axis=1).max() < 10
     assert closest > 33.0
+
+
+def test_planner_turns_in_place_to_leave_a_symmetric_jam():
+    # circle swap of 8: the overlap stop rule sets speed limits of 0; a cube then turns towards its waypoint
+    # (as move_to_target does) instead of freezing, and the swarm gets through
+    n = 8
+    a = 2 * np.pi * np.arange(n) / n
+    start = 250 + 150 * np.stack([np.cos(a), np.sin(a)], axis=1)
+    st = swarm_state(start, 500 - start)
+    planner = HLAvoidPlanner()
+    planner.reset(n)
+    closest = math.inf
+    for _ in range(240):
+        out = planner.step(st, 0.05)
+        st.pos = st.pos + out.velocity * 0.05
+        st.vel = out.velocity
+        d = np.linalg.norm(st.pos[:, None] - st.pos[None], axis=-1) + np.eye(n) * 1e9
+        closest = min(closest, float(d.min()))
+    assert np.linalg.norm(st.pos - st.goal, axis=1).max() < 10
+    assert closest > 33.0
