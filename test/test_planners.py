@@ -103,14 +103,14 @@ def test_lp_infeasible_falls_back_to_least_violation_and_keeps_obstacles_hard():
 
 def test_lp_matches_brute_force_on_random_feasible_programs():
     rng = np.random.default_rng(11)
-    rows, m = 40, 5
+    rows, m = 25, 5
     angle = rng.uniform(0, 2 * np.pi, (rows, m))
     normal = np.stack([np.cos(angle), np.sin(angle)], axis=-1)
     point = -normal * rng.uniform(0, 60, (rows, m, 1))              # every half-plane contains the origin
     target = rng.uniform(-200, 200, (rows, 2))
     vmax = np.full(rows, 100.0)
     v = solve_velocity(normal, point, np.ones((rows, m), bool), np.zeros((rows, m), bool), vmax, target)
-    grid = np.stack(np.meshgrid(np.linspace(-100, 100, 401), np.linspace(-100, 100, 401)), -1).reshape(-1, 2)
+    grid = np.stack(np.meshgrid(np.linspace(-100, 100, 201), np.linspace(-100, 100, 201)), -1).reshape(-1, 2)
     for r in range(rows):
         ok = (np.einsum('gd,md->gm', grid, normal[r]) >= np.einsum('md,md->m', point[r], normal[r])).all(1)
         ok &= np.hypot(*grid.T) <= 100.0
@@ -129,8 +129,8 @@ def test_safety_stop_never_lets_a_contact_deepen():
     assert np.linalg.norm(after[1] - after[0]) >= 33.0
 
 
-def result(planner, name):
-    return run_scenario(SCENARIOS[name], make_planner(planner) if isinstance(planner, str) else planner).metrics
+def result(planner, name, max_steps=None):
+    return run_scenario(SCENARIOS[name], make_planner(planner), max_steps=max_steps).metrics
 
 
 @pytest.mark.parametrize('name', ['head_on_pair', 'circle_swap_8', 'corridor_swap_2v2_w80'])
@@ -142,7 +142,7 @@ def test_best_planner_solves_symmetric_swaps_without_contact(name):
 
 def test_plain_orca_freezes_in_the_perfectly_symmetric_swap():
     # the reason orca_kr exists: RVO2-style ORCA deadlocks in the exactly symmetric circle
-    r = result('orca', 'circle_swap_4')
+    r = result('orca', 'circle_swap_4', max_steps=120)               # 6 s: twice the time it needs
     assert not r['success'] and r['fraction_arrived'] == 0.0
     assert r['collisions'] == 0
 
