@@ -42,6 +42,7 @@ class Tracker:
     frames: list = field(default_factory=list)
     min_clearance: float = math.inf                 # mat units, body to body
     contacts: int = 0                               # pairs that came into contact (counted when they start)
+    events: list = field(default_factory=list)      # (t, i, j, x, y) of every contact start
     _touching: np.ndarray | None = None
 
     def add(self, t: float, xy: np.ndarray) -> None:
@@ -56,7 +57,12 @@ class Tracker:
         self.min_clearance = min(self.min_clearance, float(pair.min()) - self.contact_distance)
         touching = pair <= self.contact_distance + 1e-6
         before = np.zeros_like(touching) if self._touching is None else self._touching
-        self.contacts += int(np.count_nonzero(touching & ~before))
+        started = np.nonzero(touching & ~before)[0]
+        self.contacts += int(started.size)
+        for k in started:
+            i, j = int(iu[0][k]), int(iu[1][k])
+            mid = 0.5 * (xy[i] + xy[j])
+            self.events.append((t, i, j, float(mid[0]), float(mid[1])))
         self._touching = touching
 
     def trajectories(self) -> np.ndarray:
@@ -106,6 +112,8 @@ def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: P
         f'bag (mcap):        {bag}',
         f'trajectories:      {png}',
     ]
+    for t, i, j, x, y in tracker.events[:5]:
+        lines.append(f'  contact:         {names[i]} - {names[j]} at t = {t:.1f} s near ({x:.0f}, {y:.0f})')
     missing = [c for c in names if not reached.get(c)]
     if missing:
         lines.insert(1, f'not reached:       {", ".join(missing)}')

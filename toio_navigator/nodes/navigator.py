@@ -55,6 +55,13 @@ class NavigatorSettings:
     rotate_time_ms: float = 250.0             # move_to_target's rotateTime; also the command duration
     stop_duration_ms: int = 100               # duration of a stop command
     command_duration_ms: int = 250            # duration carried by every driving command
+    use_pred: bool = False                    # navigator entities at the pose predicted after the command lag
+    # dead-lock breaker (fact sheet §7.2; the reference has none): a cube with a goal that has moved less than
+    # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...)
+    stuck_time_s: float = 1.0                 # 0 = never side-step (pure reference behaviour)
+    stuck_distance: float = 6.0
+    sidestep_distance: float = 40.0
+    sidestep_time_s: float = 0.8
 
     def check(self) -> None:
         """ValueError naming the first bad setting."""
@@ -76,6 +83,10 @@ class NavigatorSettings:
                 raise ValueError(f'{name}: must be a finite number > 0, got {v}')
         if self.max_speed > MOTOR_MAX:
             raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
+        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s'):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
         for name in ('command_duration_ms', 'stop_duration_ms'):
             v = getattr(self, name)
             if not 10 <= v <= 2550:
@@ -140,14 +151,15 @@ def _wrap(a):
 
 
 def predict_pose(x, y, th, left, right, active_s, lag: float, k: float, track: float, step: float = 0.01):
-    """Pose after ``lag`` seconds of the last wheel command (motor units), which stays on for ``active_s`` more
-    seconds: the handle's view of where the next command will take effect (fact sheet §4.2, without the
-    acceleration ramp)."""
+    """Pose after ``lag`` seconds (scalar or per cube) of the last wheel command (motor units), which stays on for
+    ``active_s`` more seconds: the handle's view of where the next command will take effect (fact sheet §4.2,
+    without the acceleration ramp)."""
     x, y, th = (np.array(v, dtype=float) for v in (x, y, th))
     vl, vr = np.asarray(left, float) * k, np.asarray(right, float) * k
+    lag = np.broadcast_to(np.asarray(lag, dtype=float), x.shape)
     t = 0.0
-    while t < lag - 1e-9:
-        on = active_s > t
+    while t < float(lag.max(initial=0.0)) - 1e-9:
+        on = (active_s > t) & (lag > t)
         v = np.where(on, 0.5 * (vl + vr), 0.0)
         th = th + np.where(on, (vl - vr) / track, 0.0) * step
         x, y = x + np.cos(th) * v * step, y + np.sin(th) * v * step
@@ -173,6 +185,16 @@ def move_to_target(x, y, th, px, py, pth, tx, ty, max_spd, hp: CubeHandleParams,
     vd = np.maximum(v, d_zone)
     tr = tr * np.clip(d, d_zone / 2, vd / 2) / (vd / 2)
     rot = dhat / tau * w / k
+    # the handle's border (fact sheet §4.4 step 5, quick outward test): a cube at or beyond the border rectangle
+    # whose next 50 ms would take it further out on that axis only turns
+    (bx0, bx1), (by0, by1) = hp.border_x, hp.border_y
+    cx, cy, rx, ry = (bx0 + bx1) / 2, (by0 + by1) / 2, (bx1 - bx0) / 2, (by1 - by0) / 2
+    x1 = px + tr * k * hp.dt * np.cos(pth)
+    y1 = py + tr * k * hp.dt * np.sin(pth)
+    outside = (np.abs(px - cx) >= rx) | (np.abs(py - cy) >= ry)
+    outward = ((np.abs(x1 - cx) >= rx) & (np.abs(x1 - cx) >= np.abs(px - cx))) | \
+              ((np.abs(y1 - cy) >= ry) & (np.abs(y1 - cy) >= np.abs(py - cy)))
+    tr = np.where(outside & outward, 0.0, tr)
     mu = np.abs(tr) / u_max
     rot = rot * (mu * np.abs(tr) / 50.0 + (1.0 - mu))
     left, right = tr + rot / 2, tr - rot / 2
@@ -241,6 +263,7 @@ class SwarmController:
         self.on_mat = np.zeros(n, dtype=bool)
         self.link_ok = np.zeros(n, dtype=bool)
         self.received = np.full(n, -np.inf)            # clock time of the last state
+        self.age = np.zeros(n)                         # smoothed age of the states on arrival, s
         self.goals: list[Goal | None] = [None] * n
         self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
         self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
@@ -250,6 +273,12 @@ class SwarmController:
         self.last_waypoints = np.full((n, 2), np.nan)
         self.last_collision = np.zeros(n, dtype=bool)
         self.last_goal_id = [0] * n
+        self.anchor = np.full((n, 2), np.nan)          # where the cube was when it last made progress
+        self.anchor_time = np.zeros(n)
+        self.sidestep_until = np.full(n, -np.inf)
+        self.sidestep_goal = np.zeros((n, 2))
+        self.sidestep_sign = np.ones(n)                # +1 = to the right of the goal direction (mat y down)
+        self.sidesteps = np.zeros(n, dtype=int)
         self.stop_requested: set[int] = set()
         self.set_planner(settings.planner)
 
@@ -264,12 +293,17 @@ class SwarmController:
             self.planner = planner
         self.settings.planner = name
 
-    def update_state(self, cube: str, x: float, y: float, theta: float, on_mat: bool, link_state: int) -> None:
+    def update_state(self, cube: str, x: float, y: float, theta: float, on_mat: bool, link_state: int,
+                     age: float = 0.0) -> None:
+        """The latest state of a cube; ``age``: how old the reading already was on arrival (s), which the
+        prediction adds to the command lag."""
         i = self.index.get(cube)
         if i is None:
             return
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(theta)):
             return                                     # a garbage reading never enters the arrays
+        if math.isfinite(age) and 0.0 <= age <= 1.0:
+            self.age[i] = 0.8 * self.age[i] + 0.2 * age   # smoothed: one late message must not jerk the plan
         self.pose[i] = (x, y, theta)
         x0, y0, x1, y1 = self.settings.mat_rect
         self.on_mat[i] = bool(on_mat) and x0 <= x <= x1 and y0 <= y <= y1
@@ -332,17 +366,24 @@ class SwarmController:
         tol = np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in self.goals])
         away = np.array([bool(g and g.direction == AWAY) for g in self.goals])
         active = ok & has_goal
+        goal_xy = self._unstick(now, pos, goal_xy, active & ~away)
 
-        waypoint, limit, ratio, collision = self._plan(pos, th, spd, vel, w, goal_xy, cap, away, active, ok)
+        rest = np.where(ok, np.maximum(self.last_cmd_until - now, 0.0), 0.0)
+        px, py, pth = predict_pose(pos[:, 0], pos[:, 1], th, self.last_cmd[:, 0], self.last_cmd[:, 1], rest,
+                                   hp.lag + self.age, hp.k, hp.wheel_track)
+        if s.use_pred:        # the reference's usePred: every entity where the next command will find it
+            ent_pos, ent_th = np.column_stack([px, py]), pth
+            vel = np.column_stack([np.cos(pth) * spd, np.sin(pth) * spd])
+        else:
+            ent_pos, ent_th = pos, th
+        waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok)
         speed = np.minimum(limit, cap * ratio)                 # navi_to_target: min(speedLimit, maxSpd·ratio)
         speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
-        rest = np.maximum(self.last_cmd_until - now, 0.0)
-        px, py, pth = predict_pose(pos[:, 0], pos[:, 1], th, self.last_cmd[:, 0], self.last_cmd[:, 1], rest,
-                                   hp.lag, hp.k, hp.wheel_track)
         left, right, _mv_reached = move_to_target(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0],
                                                   waypoint[:, 1], speed, hp, s.rotate_time_ms / 1000.0,
                                                   s.handle_tolerance)
-        at_goal = np.hypot(goal_xy[:, 0] - pos[:, 0], goal_xy[:, 1] - pos[:, 1]) <= tol
+        real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
+        at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
@@ -365,6 +406,31 @@ class SwarmController:
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out
+
+    def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray) -> np.ndarray:
+        """Goals for this tick: the real goal, or a side-step target for a cube that has stopped making
+        progress (symmetric encounters where HLAvoid keeps choosing a waypoint that is too short to move)."""
+        s = self.settings
+        fresh = ~moving | ~np.isfinite(self.anchor[:, 0]) | \
+            (np.hypot(*(pos - self.anchor).T) > s.stuck_distance)
+        self.anchor[fresh] = pos[fresh]
+        self.anchor_time[fresh] = now
+        far = np.hypot(*(goal_xy - pos).T) > max(s.tolerance, s.sidestep_distance)
+        stuck = moving & far & (s.stuck_time_s > 0) & (now - self.anchor_time >= s.stuck_time_s) & \
+            (now >= self.sidestep_until)
+        for i in np.nonzero(stuck)[0]:
+            d = goal_xy[i] - pos[i]
+            d = d / max(float(np.hypot(*d)), 1e-9)
+            right = np.array([-d[1], d[0]])          # 90° clockwise on the mat (y down) = the cube's right
+            self.sidestep_goal[i] = pos[i] + self.sidestep_sign[i] * s.sidestep_distance * right
+            self.sidestep_until[i] = now + s.sidestep_time_s
+            self.sidestep_sign[i] *= -1.0
+            self.sidesteps[i] += 1
+            self.anchor_time[i] = now + s.sidestep_time_s
+        stepping = moving & (now < self.sidestep_until)
+        (x0, x1), (y0, y1) = self.handle.border_x, self.handle.border_y     # never side-step off the mat
+        target = np.column_stack([np.clip(self.sidestep_goal[:, 0], x0, x1), np.clip(self.sidestep_goal[:, 1], y0, y1)])
+        return np.where(stepping[:, None], target, goal_xy)
 
     def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok):
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
@@ -480,9 +546,11 @@ def apply_reference_parameter(params: NavigatorParams, handle: CubeHandleParams,
 
 SETTING_PARAMETERS = ('cubes', 'rate_hz', 'mode', 'planner', 'stale_timeout_s', 'mat_rect', 'walls', 'border',
                       'max_speed', 'tolerance', 'handle_tolerance', 'rotate_time_ms', 'stop_duration_ms',
-                      'command_duration_ms')
+                      'command_duration_ms', 'use_pred', 'stuck_time_s', 'stuck_distance', 'sidestep_distance',
+                      'sidestep_time_s')
 RUNTIME_SETTINGS = ('mode', 'planner', 'stale_timeout_s', 'max_speed', 'tolerance', 'handle_tolerance',
-                    'rotate_time_ms', 'stop_duration_ms', 'command_duration_ms', 'walls', 'border', 'rate_hz')
+                    'rotate_time_ms', 'stop_duration_ms', 'command_duration_ms', 'walls', 'border', 'rate_hz',
+                    'use_pred', 'stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s')
 
 
 # ------------------------------------------------------------------------------------------------ the node
@@ -585,7 +653,9 @@ def _make_node_class():
 
         # ---- inputs
         def _on_state(self, cube: str, msg) -> None:
-            self.controller.update_state(cube, msg.x, msg.y, msg.theta, msg.on_mat, msg.link_state)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            age = time.time() - stamp if stamp > 0 else 0.0          # same host clock as the driver's stamp
+            self.controller.update_state(cube, msg.x, msg.y, msg.theta, msg.on_mat, msg.link_state, age)
             if not self.tick_on_fresh:
                 return
             self.fresh.add(cube)
