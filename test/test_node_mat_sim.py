@@ -141,3 +141,23 @@ def test_ir_ranges_are_published_when_an_arena_is_loaded(ros):
 def test_bad_parameters_are_named(ros, params, parameter):
     with pytest.raises(MatSimError, match=f'parameter {parameter}:'):
         make_sim(ros, **params)
+
+
+def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros):
+    """World time moves in 20 ms steps; a navigator writing every 50 ms lands 40 or 60 ms apart and must not be
+    rejected by the firmware's ~45 ms rule (it was: 40 % of the commands were silently dropped)."""
+    sim = make_sim(ros, cubes=['cube1'], initial_poses=[150.0, 150.0, 0.0])
+    try:
+        port = sim.ports[0]
+        assert port.ensure_connected()
+        cube = sim.firmware[0]
+        motor = p.Characteristic.MOTOR_CONTROL
+        cube.write(motor, bytes.fromhex('02 01 01 14 02 01 14 0a'))
+        sim.world.step(0.04)                              # two physics steps later: 40 ms in world time
+        cube.write(motor, bytes.fromhex('02 01 01 15 02 01 15 0a'))
+        assert cube.dropped_writes == 0
+        sim.world.step(0.02)                              # 20 ms later: too soon for the cube, really ignored
+        cube.write(motor, bytes.fromhex('02 01 01 16 02 01 16 0a'))
+        assert cube.dropped_writes == 1
+    finally:
+        sim.destroy_node()

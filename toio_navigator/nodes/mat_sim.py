@@ -45,6 +45,8 @@ PARAMETERS: dict[str, tuple[object, str]] = {
     'real_time_factor': (1.0, 'simulated seconds per wall-clock second'),
     'firmware_version': ('2.4.0', 'BLE protocol version the virtual cubes report and implement (2.0.0..2.5.0)'),
     'command_delay_s': (WorldParams.command_delay, 'write -> effect latency of motor commands'),
+    'min_command_interval_s': (WorldParams.min_command_interval, 'the cube ignores a motor write this soon after '
+                                                                 'the last accepted one'),
     'position_noise': (0.0, 'std of reported positions, mat units'),
     'ground_truth_rate_hz': (20.0, 'mat_sim/ground_truth publish rate (0 = off)'),
     'arena_layout': ('', 'arena layout JSON; when set, publish <cube>/ir from virtual IR sensors'),
@@ -147,7 +149,8 @@ class MatSimNode(Node):
         for name in ('physics_rate_hz', 'real_time_factor', 'link_check_period_s'):
             _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] > 0, name,
                   f'must be a number > 0, got {v[name]!r}')
-        for name in ('ground_truth_rate_hz', 'ir_rate_hz', 'command_delay_s', 'position_noise', 'arena_cell_size'):
+        for name in ('ground_truth_rate_hz', 'ir_rate_hz', 'command_delay_s', 'min_command_interval_s',
+                     'position_noise', 'arena_cell_size'):
             _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] >= 0, name,
                   f'must be a number >= 0, got {v[name]!r}')
         _need(isinstance(v['seed'], int) and not isinstance(v['seed'], bool), 'seed',
@@ -160,7 +163,12 @@ class MatSimNode(Node):
         _need(p.parse_version(firmware.version) >= (2, 0, 0) and p.parse_version(firmware.version) <= (2, 5, 0),
               'firmware_version', f'must be 2.0.0..2.5.0, got {firmware.version}')
         try:
-            params = WorldParams(dt=1.0 / float(v['physics_rate_hz']), command_delay=float(v['command_delay_s']),
+            dt = 1.0 / float(v['physics_rate_hz'])
+            # the firmware sees writes at physics-step resolution (world time moves in steps of dt): compared
+            # as is, a 45 ms rule would reject writes 50 ms apart whenever they land 2 steps apart (40 ms), i.e.
+            # act like a 60 ms rule. Half a step of tolerance restores the real cube's threshold on average.
+            params = WorldParams(dt=dt, command_delay=float(v['command_delay_s']),
+                                 min_command_interval=max(0.0, float(v['min_command_interval_s']) - 0.5 * dt),
                                  position_noise=float(v['position_noise']))
             self.world = World(poses, mat=str(v['mat']), params=params, seed=int(v['seed']))
         except ValueError as exc:
