@@ -66,12 +66,13 @@ def poses_from_path(msg, mapping) -> list:
 def path_cost(poses, turn_cost: float) -> float:
     cost = 0.0
     for a, b in zip(poses, poses[1:]):
-        cost += abs(b.x - a.x) + abs(b.y - a.y) + turn_cost * min((b.heading - a.heading) % 4, (a.heading - b.heading) % 4)
+        quarter_turns = min((b.heading - a.heading) % 4, (a.heading - b.heading) % 4)
+        cost += abs(b.x - a.x) + abs(b.y - a.y) + turn_cost * quarter_turns
     return cost
 
 
 def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = None, turn_cost: float = 2.0,
-                   real_time_factor: float = 2.0, timeout: float = 170.0, param_files=None, env=None,
+                   real_time_factor: float = 1.0, timeout: float = 240.0, param_files=None, env=None,
                    quiet: bool = False) -> int:
     """Run the demo; returns the exit code (0: explored without a false obstacle, back on the start, fastest path
     driven to the goal at the optimal cost of the explored map). Errors are printed to stderr."""

@@ -55,9 +55,10 @@ STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durabil
 
 NO_WAYPOINT = [-1, -1]
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
+STILL_S, STILL_UNITS = 1.0, 1.0   # a cube that moved less than 1 unit in 1 s stands still
 STALE_S = 2.0             # no cube state for this long while moving: the run stops with ERROR
-TURN_TIMEOUT_S = 5.0
-STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
+TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
+STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)
 
 #: name -> (default, description)
 PARAMETERS: dict[str, tuple[object, str]] = {
@@ -76,8 +77,8 @@ PARAMETERS: dict[str, tuple[object, str]] = {
     'move_speed': (50.0, 'navigator speed cap of forward moves, motor units'),
     'turn_speed': (40, 'move_to_pose speed of turns, motor units 10..115'),
     'goal_tolerance': (6.0, 'forward move reached within this many mat units (>= the navigator handle_tolerance)'),
-    'square_up_deg': (20.0, 'heading error that triggers a correction before the readings are taken'),
-    'settle_s': (0.15, 'wait after a move before the pose check and the readings'),
+    'square_up_deg': (40.0, 'heading error (deg) that triggers a correction before the readings (< 45)'),
+    'settle_s': (0.1, 'wait after a move before the pose check and the readings'),
     'move_timeout_s': (20.0, 'one motion step may take this long before it is retried'),
     'retries': (2, 'retries of a failing motion step before the run stops with ERROR'),
 }
@@ -95,8 +96,8 @@ class ArenaNodeSettings:
     move_speed: float = 50.0
     turn_speed: int = 40
     goal_tolerance: float = 6.0
-    square_up_deg: float = 20.0
-    settle_s: float = 0.15
+    square_up_deg: float = 40.0
+    settle_s: float = 0.1
     move_timeout_s: float = 20.0
     retries: int = 2
     camera_layout: str = ''
@@ -245,6 +246,7 @@ class ArenaExplorerNode(Node):
         self.readings = None
         self.command = None          # the explorer command (or fastest-path command) being executed
         self._ids = 0
+        self._still_at = (math.nan, math.nan, math.inf)   # where and since when the cube stands still
         self._final_report: float | None = None   # when to publish the pose the cube stopped on
         self.cube_state: tuple[float, CubeState] | None = None
         self.ir: tuple[float, IrRanges] | None = None
@@ -279,7 +281,10 @@ class ArenaExplorerNode(Node):
 
     # ---------------------------------------------------------------------------------------------- inputs
     def _on_state(self, msg: CubeState) -> None:
-        self.cube_state = (time.monotonic(), msg)
+        now = time.monotonic()
+        if self.cube_state is None or math.hypot(msg.x - self._still_at[0], msg.y - self._still_at[1]) > STILL_UNITS:
+            self._still_at = (msg.x, msg.y, now)     # moved: restart the stillness clock here
+        self.cube_state = (now, msg)
 
     def _on_ir(self, msg: IrRanges) -> None:
         self.ir = (time.monotonic(), msg)
@@ -540,9 +545,16 @@ class ArenaExplorerNode(Node):
             when, msg = self.nav
             if when > step.sent and msg.goal_id == step.goal_id and msg.reached:
                 return True
+        if self._standing_in(step.pose, now):
+            return True   # stopped inside the target cell short of the tolerance: the check squares it up
         if now - step.sent > self.settings.move_timeout_s:
             self._retry(step, f'not reached within {self.settings.move_timeout_s:g} s')
         return False
+
+    def _standing_in(self, pose: Pose, now: float) -> bool:
+        """The cube has stood still for STILL_S inside the cell of ``pose``."""
+        x, y, since = self._still_at
+        return now - since >= STILL_S and self.settings.mapping.mat_to_cell(x, y) == (pose.x, pose.y)
 
     def _poll_release(self, step: Step, now: float) -> bool:
         """STOP goal: the navigator forgets the goal and stops sending wheel commands to this cube."""
