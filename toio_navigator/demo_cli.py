@@ -243,6 +243,17 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     node.create_timer(0.5, recorder.discover)
     timed_out = False
     try:
+        # another bringup on this domain would mix its cubes with ours: look before starting
+        look = time.monotonic() + 1.0
+        while time.monotonic() < look:
+            executor.spin_once(timeout_sec=0.05)
+        ours = {spec.executable for spec in bringup.NODES}
+        foreign = sorted({f'{ns.rstrip("/")}/{name}' for name, ns in node.get_node_names_and_namespaces()
+                          if name in ours})
+        if foreign:
+            raise DemoError(f'ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")} already has '
+                            f'{", ".join(foreign[:4])}{" ..." if len(foreign) > 4 else ""} running; stop it or '
+                            f'choose another ROS_DOMAIN_ID')
         children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
