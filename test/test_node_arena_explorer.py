@@ -89,12 +89,13 @@ def test_arena_state_lists_the_images_found():
     layout = load_layout(ARENAS / '01_sample_arena_1.json')
     from toio_navigator.arena.explorer import ExplorerConfig
     from toio_navigator.arena.layout import ImageCard
-    layout.images = (ImageCard(5, 11, 0, 7),) if layout.obstacles[11, 5] else ()
-    if not layout.images:
-        pytest.skip('sample layout changed: no obstacle at (5, 11)')
+    obs = layout.obstacles
+    # an obstacle cell inside the arena whose east face looks onto a free cell
+    x, y = next((x, y) for y in range(20) for x in range(14) if obs[y, x] and not obs[y, x + 1])
+    layout.images = (ImageCard(x, y, 1, 7),)
     explorer, _ = run_exploration(layout, ExplorerConfig(image_mode=True))
     msg = arena_state(explorer, explorer.pose, 'DONE', '', explorer.moves, stamp())
-    assert [(i.id, i.x, i.y, i.face) for i in msg.images] == [(7, 5, 11, 'N')]
+    assert [(i.id, i.x, i.y, i.face) for i in msg.images] == [(7, x, y, 'E')]
 
 
 def test_fastest_path_message_follows_the_route_through_cell_centres(explored_sample):
@@ -176,3 +177,34 @@ def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node)
     assert node.settings.waypoint is None
     result = node.set_parameters([Parameter('cube', value='cube2')])[0]
     assert not result.successful and 'fixed at start-up' in result.reason
+
+
+def test_demo_reads_back_the_map_and_path_it_gets_over_ros(explored_sample):
+    from toio_navigator.nodes.arena_demo import grid_from_occupancy, path_cost, poses_from_path
+    layout, explorer = explored_sample
+    mapping = ArenaMatMapping()
+    b = explorer.belief
+    explored, obstacle = grid_from_occupancy(occupancy_grid(b.explored, b.obstacle, mapping, stamp()))
+    assert np.array_equal(explored, b.explored) and np.array_equal(obstacle, b.obstacle)
+    route = explorer.fastest_path(layout.waypoint)
+    poses = poses_from_path(route_path(route.poses, mapping, stamp()), mapping)
+    assert poses == route.poses
+    assert path_cost(poses, 2.0) == route.cost and path_cost(poses, 5.0) == route.actions.count('F') + 5.0 * (
+        len(route.actions) - route.actions.count('F'))
+
+
+@pytest.mark.parametrize('change, named', [
+    (lambda d: d['grid_rows_top_first'].pop(), 'has 19 rows'),
+    (lambda d: d.update(start={'centre': [2, 2], 'heading': 'N'}), 'start (2,2,N)'),
+    (lambda d: d.update(goal={'centre': [12, 17]}), 'goal (12, 17)'),
+])
+def test_demo_refuses_a_layout_it_cannot_run_and_names_the_problem(tmp_path, capsys, change, named):
+    import json
+
+    from toio_navigator.nodes.arena_demo import run_arena_demo
+    data = json.loads((ARENAS / '02_empty.json').read_text())
+    change(data)
+    path = tmp_path / 'bad.json'
+    path.write_text(json.dumps(data))
+    assert run_arena_demo(path, tmp_path / 'out') == 2
+    assert named in capsys.readouterr().err

@@ -137,7 +137,10 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     children = bringup.Children()
     context = rclpy.Context()
     domain = (env or os.environ).get('ROS_DOMAIN_ID')
-    rclpy.init(context=context, **({'domain_id': int(domain)} if domain else {}))
+    try:
+        rclpy.init(context=context, **({'domain_id': int(domain)} if domain else {}))
+    except Exception as exc:        # e.g. a ROS_DOMAIN_ID the middleware cannot use
+        raise ArenaDemoError(f'cannot start ROS (ROS_DOMAIN_ID {domain}): {exc}') from None
     node = Node('arena_demo', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
