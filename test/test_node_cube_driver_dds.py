@@ -116,8 +116,10 @@ def test_command_bytes_reach_the_virtual_cube_which_moves_and_reports_back(probe
             return max(xs) - min(xs) < 1e-6
         assert spin_until(ex, stopped, 10)
         travelled = truth[-1].poses[0].position.x / units.METRES_PER_UNIT - x_at_kill
-        # 60 motor units ~ 124 units/s; 300 ms of duration + 130 ms command delay + motor lag ~ 60 units at most
-        assert travelled < 80.0, f'the cube ran on for {travelled:.0f} units after its driver died'
+        # 60 motor units ~ 124 units/s: 300 ms of duration + 130 ms command delay + motor lag ~ 60 units, plus the
+        # ground truth's own lag on a loaded machine. mat_sim notices the dead driver only after the DDS lease
+        # (~20 s), so without the duration the cube would run on to the fence (> 200 units).
+        assert travelled < 150.0, f'the cube ran on for {travelled:.0f} units after its driver died'
     finally:
         stop(driver)
         stop(sim)
