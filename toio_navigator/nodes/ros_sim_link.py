@@ -36,12 +36,14 @@ class RosSimLink(Transport):
     """A :class:`Transport` to a virtual cube hosted by mat_sim, over ``<ns>/ble/tx`` and ``<ns>/ble/rx``."""
 
     def __init__(self, node: Node, *, topic_prefix: str = 'ble', watch_period_s: float = 0.1,
-                 callback_group=None, **transport_kwargs) -> None:
+                 first_frame_wait_s: float = 0.5, callback_group=None, **transport_kwargs) -> None:
         super().__init__(**transport_kwargs)
         if watch_period_s <= 0:
             raise ValueError(f'watch_period_s must be > 0, got {watch_period_s}')
         self._node = node
         self._watch_period_s = watch_period_s
+        self._first_frame_wait_s = first_frame_wait_s
+        self._heard = False                     # any frame from mat_sim arrived (the rx path works both ways)
         self._tx = node.create_publisher(BleFrame, f'{topic_prefix}/tx', BLE_QOS)
         self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
                                             callback_group=callback_group)
@@ -62,6 +64,11 @@ class RosSimLink(Transport):
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         while not self.peer_present():          # bounded by the caller's connect timeout
+            await asyncio.sleep(0.005)
+        # matching is seen from our side first; the first frame from mat_sim proves its writer matched our reader
+        # too, so the first answers (protocol version) are not lost. A silent cube is accepted after a short wait.
+        deadline = self._loop.time() + self._first_frame_wait_s
+        while not self._heard and self._loop.time() < deadline:
             await asyncio.sleep(0.005)
         self._open_flag = True
         self._watch_task = self._loop.create_task(self._watch())
@@ -103,6 +110,7 @@ class RosSimLink(Transport):
     # ------------------------------------------------------------------ internals
     def _on_rx(self, frame: BleFrame) -> None:
         """Executor thread: a notification or a read answer from the virtual cube."""
+        self._heard = True
         if not self._open_flag:
             return                              # like a BLE stack: nothing arrives on a closed link
         self.frames_received += 1
