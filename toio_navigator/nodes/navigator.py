@@ -150,21 +150,20 @@ def _wrap(a):
     return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
 
 
-def predict_pose(x, y, th, left, right, active_s, lag: float, k: float, track: float, step: float = 0.01):
+def predict_pose(x, y, th, left, right, active_s, lag, k: float, track: float):
     """Pose after ``lag`` seconds (scalar or per cube) of the last wheel command (motor units), which stays on for
     ``active_s`` more seconds: the handle's view of where the next command will take effect (fact sheet §4.2,
-    without the acceleration ramp)."""
+    without the acceleration ramp). Constant wheel speeds drive an exact arc, so no time stepping is needed."""
     x, y, th = (np.array(v, dtype=float) for v in (x, y, th))
     vl, vr = np.asarray(left, float) * k, np.asarray(right, float) * k
-    lag = np.broadcast_to(np.asarray(lag, dtype=float), x.shape)
-    t = 0.0
-    while t < float(lag.max(initial=0.0)) - 1e-9:
-        on = (active_s > t) & (lag > t)
-        v = np.where(on, 0.5 * (vl + vr), 0.0)
-        th = th + np.where(on, (vl - vr) / track, 0.0) * step
-        x, y = x + np.cos(th) * v * step, y + np.sin(th) * v * step
-        t += step
-    return x, y, _wrap(th)
+    tau = np.minimum(np.broadcast_to(np.asarray(lag, dtype=float), x.shape), np.maximum(active_s, 0.0))
+    v, w = 0.5 * (vl + vr), (vl - vr) / track
+    turn = w * tau
+    straight = np.abs(turn) < 1e-9
+    safe_w = np.where(straight, 1.0, w)
+    dx = np.where(straight, v * tau * np.cos(th), v / safe_w * (np.sin(th + turn) - np.sin(th)))
+    dy = np.where(straight, v * tau * np.sin(th), -v / safe_w * (np.cos(th + turn) - np.cos(th)))
+    return x + dx, y + dy, _wrap(th + turn)
 
 
 def move_to_target(x, y, th, px, py, pth, tx, ty, max_spd, hp: CubeHandleParams, rotate_time_s: float,
@@ -714,10 +713,12 @@ def _make_node_class():
             self.fresh.clear()
             stamp = self.get_clock().now().to_msg()
             s = self.controller.settings
-            for cmd in self.controller.step():
+            decisions = self.controller.step()
+            for cmd in decisions:          # wheel commands first: they are what the latency budget is about
                 if cmd.motor is not None:
                     self.cmd_pubs[cmd.cube].publish(MotorCommand(left=cmd.motor[0], right=cmd.motor[1],
                                                                  duration_ms=cmd.motor[2]))
+            for cmd in decisions:
                 r = NavResult(cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active, waypoint_x=cmd.waypoint[0],
                               waypoint_y=cmd.waypoint[1], speed_limit=cmd.speed_limit,
                               speed_ratio=cmd.speed_ratio, collision=cmd.collision, reached=cmd.reached,

@@ -1,0 +1,156 @@
+"""Position in -> motor command out, through the navigator node, over real DDS between processes.
+
+A probe (this process) publishes one CubeState for each of N cubes (default 10), all with goals, and times how
+long after the last state of a round each cube's MotorCommand arrives. The navigator (a child process, the real
+node, ``tick_on_fresh_states`` on) steps as soon as every cube has reported. Baseline, measured in the same run
+the same way: an echo process that answers every CubeState with a MotorCommand at once (pure DDS + rclpy cost).
+
+Prints the medians, the ratio navigator / echo, and the budget check (median <= 5 ms at 10 cubes).
+Usage: python tools/bench/pose_to_motor_latency.py [--cubes 10] [--rounds 40]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BUDGET_MS = 5.0
+ROUND_S = 0.25            # > the navigator's minimum tick spacing at rate_hz 4, so every round triggers one tick
+
+
+def echo(names: list[str]) -> int:
+    """The baseline node: every CubeState is answered with a MotorCommand for that cube, immediately."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.node import Node
+    from rclpy.qos import qos_profile_sensor_data
+
+    from toio_navigator.msg import CubeState, MotorCommand
+
+    rclpy.init()
+    node = Node('latency_echo')
+    pubs = {c: node.create_publisher(MotorCommand, f'{c}/motor_cmd', 10) for c in names}
+    for c in names:
+        node.create_subscription(CubeState, f'{c}/state',
+                                 lambda _m, c=c: pubs[c].publish(MotorCommand(left=10, right=10, duration_ms=100)),
+                                 qos_profile_sensor_data)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    rclpy.try_shutdown()
+    return 0
+
+
+def measure(names: list[str], rounds: int, with_goals: bool) -> list[float]:
+    """Latencies (ms) from the last state of a round to each cube's first command after it."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import qos_profile_sensor_data
+
+    from toio_navigator.msg import CubeState, MotorCommand, NavGoal
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node('latency_probe', context=context)
+    from rclpy.executors import SingleThreadedExecutor
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    arrivals: dict[str, float] = {}
+
+    def on_cmd(cube: str) -> None:
+        arrivals.setdefault(cube, time.perf_counter())
+
+    state_pubs = {c: node.create_publisher(CubeState, f'{c}/state', qos_profile_sensor_data) for c in names}
+    goal_pubs = {c: node.create_publisher(NavGoal, f'{c}/goal', 10) for c in names}
+    for c in names:
+        node.create_subscription(MotorCommand, f'{c}/motor_cmd', lambda _m, c=c: on_cmd(c), 100)
+    # a ring of cubes, every one heading across the mat: all of them get a command every tick
+    poses = {c: (250 + 150 * math.cos(2 * math.pi * i / len(names)), 250 + 150 * math.sin(2 * math.pi * i / len(names)))
+             for i, c in enumerate(names)}
+    deadline = time.monotonic() + 30
+    while any(p.get_subscription_count() == 0 for p in state_pubs.values()) or \
+            any(node.count_publishers(f'{c}/motor_cmd') == 0 for c in names):
+        ex.spin_once(timeout_sec=0.05)
+        if time.monotonic() > deadline:
+            raise SystemExit('the node under test did not appear within 30 s')
+    samples: list[float] = []
+    for k in range(rounds + 3):                      # 3 warm-up rounds (goals reach the navigator, first ticks)
+        if with_goals and k == 0:
+            for c, (x, y) in poses.items():
+                goal_pubs[c].publish(NavGoal(cube=c, goal_id=1, x=500 - x, y=500 - y))
+        end = time.perf_counter() + ROUND_S
+        while time.perf_counter() < end - 0.02:      # let earlier commands drain
+            ex.spin_once(timeout_sec=0.005)
+        arrivals.clear()
+        for c, (x, y) in poses.items():
+            msg = CubeState(cube=c, x=x, y=y, theta=0.0, on_mat=True, link_state=CubeState.LINK_CONNECTED)
+            msg.header.stamp = node.get_clock().now().to_msg()
+            state_pubs[c].publish(msg)
+        sent = time.perf_counter()
+        wait_until = sent + 0.2
+        while len(arrivals) < len(names) and time.perf_counter() < wait_until:
+            ex.spin_once(timeout_sec=0.001)
+        if k >= 3:
+            samples += [(arrivals[c] - sent) * 1000 for c in names if c in arrivals]
+    ex.shutdown()
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    return samples
+
+
+def run_phase(cmd: list[str], names: list[str], rounds: int, with_goals: bool) -> list[float]:
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        return measure(names, rounds, with_goals)
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(timeout=5)
+
+
+def report(label: str, ms: list[float], expected: int) -> float:
+    med = statistics.median(ms) if ms else math.nan
+    p90 = statistics.quantiles(ms, n=10)[-1] if len(ms) >= 10 else math.nan
+    print(f'{label:<10} median {med:6.2f} ms   p90 {p90:6.2f} ms   ({len(ms)}/{expected} commands)')
+    return med
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--cubes', type=int, default=10)
+    parser.add_argument('--rounds', type=int, default=40)
+    parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cubes < 1 or args.rounds < 1:
+        print('--cubes and --rounds must be >= 1', file=sys.stderr)
+        return 2
+    names = [f'cube{i + 1}' for i in range(args.cubes)]
+    if args.echo:
+        return echo(names)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(200 + os.getpid() % 30))
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    expected = args.cubes * args.rounds
+    echo_ms = run_phase([sys.executable, __file__, '--echo', '--cubes', str(args.cubes)], names, args.rounds, False)
+    nav_cmd = [sys.executable, '-m', 'toio_navigator.nodes.navigator', '--ros-args',
+               '-p', f'cubes:=[{",".join(names)}]', '-p', 'rate_hz:=4.0', '-p', 'stale_timeout_s:=1.0',
+               '-p', 'tick_on_fresh_states:=true', '-p', 'markers_every:=1000']
+    nav_ms = run_phase(nav_cmd, names, args.rounds, True)
+    print(f'pose -> motor command over DDS, {args.cubes} cubes, {args.rounds} rounds '
+          f'(ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]})')
+    base = report('echo', echo_ms, expected)
+    nav = report('navigator', nav_ms, expected)
+    print(f'ratio navigator / echo: {nav / base:.2f}')
+    print(f'budget: median <= {BUDGET_MS:.0f} ms at 10 cubes: {"PASS" if nav <= BUDGET_MS else "FAIL"}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
