@@ -478,7 +478,9 @@ class ArenaExplorerNode(Node):
             return []
         if kind == FORWARD:
             self.pose = self.pose.forward(cells)
-            return [Step('goal', self.pose), Step('release'), Step('check', self.pose)]
+            # the navigator keeps holding the cube on the reached goal while it is checked and sensed; a turn or a
+            # correction releases it first
+            return [Step('goal', self.pose), Step('check', self.pose)]
         if kind in (LEFT, RIGHT):
             self.pose = self.pose.turned_left() if kind == LEFT else self.pose.turned_right()
             return [Step('release'), Step('pose', self.pose), Step('check', self.pose)]
@@ -609,8 +611,9 @@ class ArenaExplorerNode(Node):
         if cell == (step.pose.x, step.pose.y) and error <= self.settings.square_up_deg:
             return True
         self._retry(step, f'the cube is in cell {cell} heading off by {error:.0f} deg; correcting')
-        fix = [Step('goal', step.pose), Step('release')] if cell != (step.pose.x, step.pose.y) else []
-        self.steps[1:1] = fix + [Step('pose', step.pose), Step('check', step.pose, attempts=step.attempts)]
+        fix = [Step('goal', step.pose)] if cell != (step.pose.x, step.pose.y) else []
+        self.steps[1:1] = fix + [Step('release'), Step('pose', step.pose), Step('check', step.pose,
+                                                                                  attempts=step.attempts)]
         return True
 
     def _poll_sense(self, step: Step, now: float) -> bool:
