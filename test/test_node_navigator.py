@@ -309,3 +309,22 @@ def test_node_refuses_to_start_with_bad_parameters(ros_domain, monkeypatch):
             NavigatorNode(context=context)
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_a_cube_that_goes_silent_while_driving_is_expected_where_its_last_command_took_it():
+    clock = Clock()
+    ctrl = controller(['cube1', 'cube2'], clock)
+    ctrl.update_state('cube1', 100, 250, 0.0, True, 2)
+    ctrl.update_state('cube2', 400, 400, 0.0, True, 2)
+    ctrl.set_goal('cube1', 1, 400, 250, 0, 0, 0)
+    for _ in range(3):                                   # driving east with 250 ms commands
+        first = ctrl.step()[0]
+        clock.t += 0.05
+        ctrl.update_state('cube1', 100, 250, 0.0, True, 2)
+        ctrl.update_state('cube2', 400, 400, 0.0, True, 2)
+    assert first.motor[0] > 0 and first.motor[1] > 0
+    clock.t += 1.0                                       # cube1 falls silent
+    ctrl.update_state('cube2', 400, 400, 0.0, True, 2)
+    ctrl.step()
+    x, y, _ = ctrl.frozen[0]
+    assert 105 < x < 200 and abs(y - 250) < 5              # ahead on its heading, not at the last reading

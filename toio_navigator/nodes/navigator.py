@@ -263,6 +263,8 @@ class SwarmController:
         self.link_ok = np.zeros(n, dtype=bool)
         self.received = np.full(n, -np.inf)            # clock time of the last state
         self.age = np.zeros(n)                         # smoothed age of the states on arrival, s
+        self.frozen = np.zeros((n, 3))                 # believed final pose of a cube that went silent
+        self.frozen_valid = np.zeros(n, dtype=bool)
         self.goals: list[Goal | None] = [None] * n
         self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
         self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
@@ -350,8 +352,9 @@ class SwarmController:
         seen = np.isfinite(self.pose[:, 0])
         live = self.live(now) & seen
         ok = live & self.on_mat                       # controllable this tick
-        pos = np.where(seen[:, None], self.pose[:, :2], np.array([-1e4, -1e4]))  # unseen cubes: far away
-        th = np.where(seen, self.pose[:, 2], 0.0)
+        pose = self._believed_poses(live, seen)
+        pos = np.where(seen[:, None], pose[:, :2], np.array([-1e4, -1e4]))  # unseen cubes: far away
+        th = np.where(seen, pose[:, 2], 0.0)
         # velocities from the command model (the reference's entity velocities); not for stopped cubes
         running = ok & (now < self.last_cmd_until)
         spd_l = np.where(running, self.last_cmd[:, 0], 0.0) * hp.k
@@ -405,6 +408,19 @@ class SwarmController:
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out
+
+    def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command
+        took it after its last state (a dead link does not stop a cube at once: its command runs out first)."""
+        hp = self.handle
+        gone = seen & ~live
+        for i in np.nonzero(gone & ~self.frozen_valid)[0]:
+            run = max(self.last_cmd_until[i] + hp.lag - self.received[i] + self.age[i], 0.0)
+            x, y, th = predict_pose(self.pose[i, 0], self.pose[i, 1], self.pose[i, 2], self.last_cmd[i, 0],
+                                    self.last_cmd[i, 1], run, run, hp.k, hp.wheel_track)
+            self.frozen[i] = (float(x), float(y), float(th))
+        self.frozen_valid = gone
+        return np.where(gone[:, None], self.frozen, self.pose)
 
     def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray) -> np.ndarray:
         """Goals for this tick: the real goal, or a side-step target for a cube that has stopped making
