@@ -54,6 +54,7 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability
 STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 NO_WAYPOINT = [-1, -1]
+LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
 STILL_S, STILL_UNITS = 1.0, 1.0   # a cube that moved less than 1 unit in 1 s stands still
 STALE_S = 2.0             # no cube state for this long while moving: the run stops with ERROR
@@ -522,11 +523,25 @@ class ArenaExplorerNode(Node):
         step.goal_id = self._next_id()
         goal = NavGoal(goal_id=step.goal_id, cube=self.settings.cube, direction=direction)
         if direction == NavGoal.TOWARDS:
-            goal.x, goal.y, _theta = self.settings.mapping.pose_to_mat(step.pose)
+            goal.x, goal.y = self._goal_point(step.pose)
             goal.max_speed = float(self.settings.move_speed)
             goal.tolerance = float(self.settings.goal_tolerance)
         step.future = self.set_goal.call_async(SetGoal.Request(goal=goal))
         step.sent = now
+
+    def _goal_point(self, pose: Pose) -> tuple[float, float]:
+        """The mat point of a forward move to ``pose``: the cell centre along the direction of travel, but the cube's
+        own sideways position (within LATERAL_SLACK of a cell): the cube drives straight instead of steering onto
+        the centre line and arriving skewed; sideways offsets never add up beyond the slack."""
+        mapping = self.settings.mapping
+        mx, my, _theta = mapping.pose_to_mat(pose)
+        if self.cube_state is None:
+            return mx, my
+        slack = LATERAL_SLACK * mapping.cell_size
+        cx, cy = self.cube_state[1].x, self.cube_state[1].y
+        if pose.heading in (0, 2):      # north / south run along mat y: keep the cube's x
+            return min(max(cx, mx - slack), mx + slack), my
+        return mx, min(max(cy, my - slack), my + slack)
 
     def _accepted(self, step: Step) -> bool:
         """The navigator answered the goal request (raises when it refused)."""
