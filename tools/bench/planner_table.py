@@ -4,7 +4,7 @@
     python tools/bench/planner_table.py                 # the default table (a few minutes on one core)
     python tools/bench/planner_table.py --no-cap        # every run to its end, the big circles too (slow)
 
-Runs with N >= --cap-from agents (default 256: circle_swap_256/512/1024) stop after --cap-steps steps by
+Runs with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps by
 default: they measure cost per agent-step (the cost-versus-N sweep of METRICS.md §7), and the table marks them
 "cost only". Everything else runs under the full METRICS.md protocol. Progress goes to stderr.
 """
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS)
     parser.add_argument('--planners', default=','.join(PLANNERS), help='comma-separated planner names')
-    parser.add_argument('--cap-from', type=int, default=256, help='cap runs with at least this many agents')
-    parser.add_argument('--cap-steps', type=int, default=200, help='steps of a capped (cost only) run')
+    parser.add_argument('--cap-from', type=int, default=128, help='cap runs with at least this many agents')
+    parser.add_argument('--cap-steps', type=int, default=100, help='steps of a capped (cost only) run')
     parser.add_argument('--no-cap', action='store_true', help='run every scenario to its end')
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
@@ -155,8 +155,10 @@ def planners_section() -> list[str]:
         '  velocity aimed at the other disc) where ORCA would only brake, the half-plane of the velocity-obstacle leg',
         '  on the agent\'s right is used (clockwise on the mat, whose y axis points down); exact ties also go right.',
         '  Both agents keep right, so they pass instead of pushing against each other.',
-        '* **unstick** – a cube away from its goal that moves slower than half its preferred speed for more than',
-        '  0.5 s turns its preferred velocity to the right, 1.5 rad/s, at most 1.4 rad (memory per cube).',
+        '* **unstick** – a cube away from its goal that moves slower than half its preferred speed for longer',
+        '  than its delay turns its preferred velocity to the right at 1.5 rad/s, up to 2.6 rad (so it may back',
+        '  off). The delay is 0.5 s times 1 + U[0, 1) per cube, drawn from the scenario seed: a jammed ring of',
+        '  identical cubes does not start turning all at once, which breaks its rotational symmetry.',
         '* **step aside** – a cube parked on its goal (within 20 u) moves sideways, away from the line of a blocked',
         '  mover heading at it (within 40 u), at half speed; it returns once the mover has passed.',
         '* **safety stop** – a cube whose step would bring it closer than touching (true radii + 0.1 u) to a',
@@ -164,8 +166,8 @@ def planners_section() -> list[str]:
         '  infeasible and relaxed, no contact can deepen.',
         '* a 0.5 s horizon (2 s makes dense crowds stall) and a 1 u radius margin.',
         '',
-        'No randomness is needed for any of this; the RVO2-style 0.01 u/s seeded perturbation of the preferred',
-        'velocity is kept as in plain ORCA.',
+        'Everything is deterministic for a given seed (the seed is the CRC-32 of the scenario name, reported in',
+        'the JSON); the RVO2-style 0.01 u/s seeded perturbation of the preferred velocity is kept as in plain ORCA.',
         '',
     ]
 

@@ -20,7 +20,8 @@ breaking and deadlock handling on top of the same solver, every part a switchabl
   the agent's right (clockwise on the mat, y down) is used instead; exact ties also go to that leg. Both agents
   of a pair keep right, so they pass instead of freezing;
 * unstick: a cube away from its goal that stays slower than half its preferred speed turns its preferred
-  velocity to the right, more the longer it is blocked (memory per cube);
+  velocity to the right, more the longer it is blocked, up to backing off (memory per cube); the delay before
+  turning is spread per cube from the seed, so a jammed ring of identical cubes does not turn in lockstep;
 * step aside: a cube parked on its goal moves sideways, away from the line of a blocked mover heading at it;
 * safety stop: a cube whose step would bring it closer than touching to a neighbour or a wall, and closer than
   it is now, stands still for that step, so a relaxed (infeasible) program can never deepen a contact;
@@ -56,7 +57,8 @@ class OrcaParams:
     unstick: bool = False              # a mover blocked for a while turns its v_pref to the right, growing
     unstick_delay: float = 0.5         # s blocked before turning
     unstick_rate: float = 1.5          # rad/s of turn while blocked
-    unstick_max: float = 1.4           # rad, largest turn
+    unstick_max: float = 2.6           # rad, largest turn (beyond 90 deg: backing off is allowed)
+    unstick_jitter: float = 1.0        # per-cube seeded spread of the delay: delay * (1 + jitter * U[0, 1))
     blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
     park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
     yield_to_movers: bool = False      # a parked cube steps out of the way of a blocked mover
@@ -81,10 +83,12 @@ class OrcaPlanner:
         self.params = params or OrcaParams(**overrides)
         self._rng = np.random.default_rng(0)
         self._blocked_time = np.zeros(0)
+        self._delay_scale = np.ones(0)
 
     def reset(self, n: int, seed: int = 0) -> None:
         self._rng = np.random.default_rng(seed)
         self._blocked_time = np.zeros(n)
+        self._delay_scale = 1.0 + self.params.unstick_jitter * self._rng.random(n)
 
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
@@ -116,12 +120,15 @@ class OrcaPlanner:
         p = self.params
         if len(self._blocked_time) != state.n:
             self._blocked_time = np.zeros(state.n)
+        if len(self._delay_scale) != state.n:
+            self._delay_scale = 1.0 + p.unstick_jitter * np.random.default_rng(0).random(state.n)
         to_goal = np.hypot(*(state.goal - state.pos).T)
         pref_speed = np.hypot(v_pref[:, 0], v_pref[:, 1])
         blocked = (to_goal > p.park_radius) & (
             np.hypot(state.vel[:, 0], state.vel[:, 1]) < p.blocked_fraction * pref_speed)
         self._blocked_time = np.where(blocked, self._blocked_time + dt, 0.0)
-        angle = np.clip(p.unstick_rate * (self._blocked_time - p.unstick_delay), 0.0, p.unstick_max)
+        delay = p.unstick_delay * self._delay_scale
+        angle = np.clip(p.unstick_rate * (self._blocked_time - delay), 0.0, p.unstick_max)
         c, s = np.cos(angle), np.sin(angle)
         return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
 
