@@ -100,7 +100,7 @@ def test_swap_goals_mirror_through_the_centre_and_tracker_counts_contacts():
     t = Tracker(2)
     t.add(0.0, [[0.0, 0.0], [50.0, 0.0]])
     t.add(0.1, [[0.0, 0.0], [20.0, 0.0]])      # touching (closer than two body radii)
-    t.add(0.2, [[0.0, 0.0], [21.0, 0.0]])      # still touching: the same contact
+    t.add(0.2, [[0.0, 0.0], [24.5, 0.0]])      # within the guard band: the same contact
     t.add(0.3, [[0.0, 0.0], [40.0, 0.0]])
     t.add(0.4, [[0.0, 0.0], [10.0, 0.0]])      # a second contact
     assert t.contacts == 2 and [e[0] for e in t.events] == [0.1, 0.4]

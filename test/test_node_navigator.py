@@ -327,4 +327,7 @@ def test_a_cube_that_goes_silent_while_driving_is_expected_where_its_last_comman
     ctrl.update_state('cube2', 400, 400, 0.0, True, 2)
     ctrl.step()
     x, y, _ = ctrl.frozen[0]
-    assert 105 < x < 200 and abs(y - 250) < 5              # ahead on its heading, not at the last reading
+    ahead = x + ctrl.frozen_extra[0]
+    assert 102 < x < 150 and abs(y - 250) < 5              # between its last reading and where it would stop,
+    assert 105 < ahead < 200                               # covering both
+

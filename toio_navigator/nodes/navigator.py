@@ -265,6 +265,7 @@ class SwarmController:
         self.age = np.zeros(n)                         # smoothed age of the states on arrival, s
         self.frozen = np.zeros((n, 3))                 # believed final pose of a cube that went silent
         self.frozen_valid = np.zeros(n, dtype=bool)
+        self.frozen_extra = np.zeros(n)                # margin added to a silent cube (uncertain stop point)
         self.goals: list[Goal | None] = [None] * n
         self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
         self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
@@ -415,11 +416,15 @@ class SwarmController:
         hp = self.handle
         gone = seen & ~live
         for i in np.nonzero(gone & ~self.frozen_valid)[0]:
+            # it stopped somewhere between its last reading and the end of its last command (a driver that
+            # died may never have delivered that command): plan with a disc covering both
             run = max(self.last_cmd_until[i] + hp.lag - self.received[i] + self.age[i], 0.0)
             x, y, th = predict_pose(self.pose[i, 0], self.pose[i, 1], self.pose[i, 2], self.last_cmd[i, 0],
                                     self.last_cmd[i, 1], run, run, hp.k, hp.wheel_track)
-            self.frozen[i] = (float(x), float(y), float(th))
+            self.frozen[i] = (0.5 * (self.pose[i, 0] + float(x)), 0.5 * (self.pose[i, 1] + float(y)), float(th))
+            self.frozen_extra[i] = 0.5 * math.hypot(float(x) - self.pose[i, 0], float(y) - self.pose[i, 1])
         self.frozen_valid = gone
+        self.frozen_extra[~gone] = 0.0
         return np.where(gone[:, None], self.frozen, self.pose)
 
     def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray) -> np.ndarray:
@@ -452,7 +457,9 @@ class SwarmController:
         n = pos.shape[0]
         if self.planner is None:
             from toio_navigator.navigation.swarm import swarm_step
-            kw = dict(params=self.params, walls=self.walls, mode=self.settings.mode)
+            extra = self.frozen_extra
+            kw = dict(params=self.params, walls=self.walls, mode=self.settings.mode, margin=16.0 + extra,
+                      avoid_margin=self.params.avoid.margin + extra)
             res = swarm_step(pos, th, spd, vel, w, goal_xy, direction='towards', **kw)
             wp, lim, ratio, col = res.waypoint, res.speed_limit, res.speed_ratio, res.collision
             rays = (res.avoid.rads, res.avoid.dists) if res.avoid is not None else None
@@ -465,7 +472,7 @@ class SwarmController:
             self.last_rays = rays
         else:
             from toio_navigator.navigation.planner import SwarmState
-            state = SwarmState(pos=pos, vel=vel, heading=th, radius=np.full(n, BODY_RADIUS), goal=goal_xy,
+            state = SwarmState(pos=pos, vel=vel, heading=th, radius=BODY_RADIUS + self.frozen_extra, goal=goal_xy,
                                max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
