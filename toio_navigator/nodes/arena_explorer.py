@@ -219,6 +219,7 @@ class Step:
     attempts: int = 0
     future: object = None
     released: float | None = None  # release: when the navigator first reported the cube inactive
+    stamp_ns: int = 0              # ROS time the step started (sensor stamps must be later)
 
 
 class StepFailed(RuntimeError):
@@ -502,6 +503,7 @@ class ArenaExplorerNode(Node):
         now = time.monotonic()
         if step.started == -math.inf:
             step.started = now
+            step.stamp_ns = self.get_clock().now().nanoseconds
         return getattr(self, f'_poll_{step.kind}')(step, now)
 
     def _next_id(self) -> int:
@@ -633,7 +635,12 @@ class ArenaExplorerNode(Node):
 
     def _poll_sense(self, step: Step, now: float) -> bool:
         if self.ir is not None and self.ir[0] > step.started:    # the check before it waited for the settling
-            if all(v >= 0 for v in self.ir[1].ranges):
+            stamp = self.ir[1].header.stamp
+            # taken after the check passed (mat_sim stamps with the same clock); a clock that disagrees is
+            # outvoted by a message that arrived a settling time later
+            fresh = stamp.sec * 1_000_000_000 + stamp.nanosec >= step.stamp_ns or \
+                self.ir[0] >= step.started + self.settings.settle_s
+            if fresh and all(v >= 0 for v in self.ir[1].ranges):
                 self.readings = self.ir[1]
                 return True
         if now - step.started > self.settings.move_timeout_s:
