@@ -4,7 +4,9 @@ The node is a thin shell around :class:`toio_navigator.arena.explorer.ArenaExplo
 executes each command with the cube and answers with the six IR readings of ``<cube>/ir``.
 
 * forward moves and dashes: one goal through the navigator (``navigator/set_goal``), done when ``<cube>/nav_result``
-  says ``reached`` for that goal id;
+  says ``reached`` for that goal id (or the cube stands still inside the target cell). The goal is the target cell's
+  centre along the direction of travel but the cube's own sideways position (within a quarter cell), so the cube
+  drives straight and arrives square instead of steering onto the centre line;
 * 90-degree turns: the driver's ``<cube>/move_to_pose`` (the cube's own target control) to the cell centre with the
   new heading as an *absolute* angle. The navigator only steers to points, so it cannot turn on the spot; open-loop
   wheel commands would turn by an amount that depends on latency and floor; the firmware closes the loop on the
@@ -13,7 +15,11 @@ executes each command with the cube and answers with the six IR readings of ``<c
   navigator is released with a STOP goal, otherwise its hold-at-goal commands would replace the firmware's move;
 * after every move the cube's reported pose is checked against the expected cell and heading; a cube off its cell
   or skewed by more than ``square_up_deg`` is corrected (navigator goal to the centre, then move_to_pose) before the
-  readings are taken, because readings from the wrong pose would corrupt the map.
+  readings are taken, because readings from the wrong pose would corrupt the map. ``start_exploration`` first brings
+  the cube onto the start centre facing north the same way.
+
+The readings come from ``<cube>/ir``: mat_sim's virtual sensors for a simulated cube. A real cube under a virtual
+arena needs a publisher of those readings from its pose (not part of this node: the explorer never reads a layout).
 
 Out: ``arena/map`` nav_msgs/OccupancyGrid (the belief: -1 unexplored, 0 free, 100 obstacle; REP 103 metres in frame
 ``mat``), ``arena/state`` toio_navigator/ArenaState (MDF strings, robot cell, status) after every move,
@@ -29,6 +35,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import rclpy
 from nav_msgs.msg import OccupancyGrid, Path
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -176,8 +183,8 @@ def occupancy_grid(explored, obstacle, mapping: ArenaMatMapping, stamp) -> Occup
     x0, y0 = units.mat_to_ros_xy(mapping.origin_x, mapping.origin_y + rows * mapping.cell_size)
     msg.info.origin.position.x, msg.info.origin.position.y = float(x0), float(y0)
     msg.info.origin.orientation.w = 1.0
-    values = [-1 if not e else (100 if o else 0) for e, o in zip(explored.ravel(), obstacle.ravel())]
-    msg.data = values
+    values = np.where(explored, np.where(obstacle, 100, 0), -1).astype(np.int8)   # row-major from (0, 0)
+    msg.data = values.ravel().tolist()
     return msg
 
 
