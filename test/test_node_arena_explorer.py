@@ -208,3 +208,17 @@ def test_demo_refuses_a_layout_it_cannot_run_and_names_the_problem(tmp_path, cap
     path.write_text(json.dumps(data))
     assert run_arena_demo(path, tmp_path / 'out') == 2
     assert named in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('arg, named', [('waypoint:=[20,3]', 'waypoint'), ('arena_cell_size:=-5.0', 'arena_cell_size'),
+                                        ('image_mode:=true', None)])
+def test_node_process_exits_2_naming_a_bad_parameter(child_env, tmp_path, arg, named):
+    import subprocess
+    import sys
+    extra = []
+    if named is None:           # image mode with a camera layout that does not exist
+        extra, named = ['-p', f'camera_layout:={tmp_path / "missing.json"}'], 'camera_layout'
+    proc = subprocess.run([sys.executable, '-m', 'toio_navigator.nodes.arena_explorer', '--ros-args', '-p', arg,
+                           *extra], env=child_env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert named in proc.stderr and 'Traceback' not in proc.stderr
