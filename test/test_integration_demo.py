@@ -51,8 +51,8 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
 
 
 def test_demo_refuses_what_it_cannot_do(tmp_path, child_env):
-    run = demo(['--arena', 'x.json'], child_env, timeout=30)
-    assert run.returncode == 2 and 'not yet' in run.stderr
+    run = demo(['--arena', str(tmp_path / 'missing.json'), '--out', str(tmp_path / 'a')], child_env, timeout=30)
+    assert run.returncode == 2 and 'missing.json' in run.stderr      # handed to the arena demo, which refuses
     bad = tmp_path / 'bad.yaml'
     bad.write_text('navigator: {ros__parameters: {rate_hz: 5.0}}\n')
     run = demo(['--params-file', str(bad), '--out', str(tmp_path / 'o')], child_env, timeout=30)

@@ -126,14 +126,14 @@ def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: P
 # ------------------------------------------------------------------------------------------------ the live run
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--out', type=Path, default=Path('out/demo'),
-                        help='output folder for the bag and the picture (default out/demo)')
+    parser.add_argument('--out', type=Path, default=None,
+                        help='output folder for the bag and the picture (default out/demo; out/arena with --arena)')
     parser.add_argument('--timeout', type=float, default=90.0,
                         help='give up this many seconds after the first goal (default 90)')
     parser.add_argument('--stagger', type=float, default=0.3,
                         help='seconds between two cubes\' goals (default 0.3; 0 = all at once)')
     parser.add_argument('--arena', metavar='LAYOUT', default=None,
-                        help='arena exploration demo (not available yet)')
+                        help='instead: the arena exploration demo on this layout (toio_navigator.nodes.arena_demo)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='bringup parameter files (default: config/navigator.yaml + config/sim.yaml)')
 
@@ -160,10 +160,13 @@ def run(args: argparse.Namespace) -> int:
     from toio_navigator.nodes import bringup
 
     if args.arena is not None:
-        print('toio-nav demo --arena: not yet: the arena exploration demo comes with the arena_explorer node '
-              '(a later issue). Try `toio-nav explore --arena LAYOUT.json --out RESULT.json` meanwhile.',
-              file=sys.stderr)
-        return 2
+        if importlib.util.find_spec('toio_navigator.nodes.arena_demo') is None:
+            print('toio-nav demo --arena: not yet: the arena exploration demo comes with the arena_explorer node. '
+                  'Try `toio-nav explore --arena LAYOUT.json --out RESULT.json` meanwhile.', file=sys.stderr)
+            return 2
+        from toio_navigator.nodes.arena_demo import run_arena_demo
+        return run_arena_demo(args.arena, args.out or Path('out/arena'), param_files=args.params_file)
+    args.out = args.out or Path('out/demo')
     if not (args.timeout > 0 and args.stagger >= 0):
         print('toio-nav demo: --timeout must be > 0 and --stagger >= 0', file=sys.stderr)
         return 2
