@@ -4,8 +4,8 @@
     python tools/bench/planner_table.py                 # the default table (a few minutes on one core)
     python tools/bench/planner_table.py --no-cap        # every run to its end, the big circles too (slow)
 
-Runs with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps by
-default: they measure cost per agent-step (the cost-versus-N sweep of METRICS.md §7), and the table marks them
+Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
+by default: they measure cost per agent-step (the cost-versus-N sweep of METRICS.md §7), and the table marks them
 "cost only". Everything else runs under the full METRICS.md protocol. Progress goes to stderr.
 """
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--planners', default=','.join(PLANNERS), help='comma-separated planner names')
     parser.add_argument('--cap-from', type=int, default=128, help='cap runs with at least this many agents')
     parser.add_argument('--cap-steps', type=int, default=100, help='steps of a capped (cost only) run')
+    parser.add_argument('--cap-category', default='circle', help='only scenarios of this category are capped')
     parser.add_argument('--no-cap', action='store_true', help='run every scenario to its end')
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
@@ -55,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     for p_index, planner in enumerate(planners):
         rows = results.setdefault(planner, [])
         for s_index, scenario in enumerate(scenarios):
-            capped = not args.no_cap and scenario.n_agents >= args.cap_from
+            capped = (not args.no_cap and scenario.n_agents >= args.cap_from
+                      and scenario.category == args.cap_category)
             label = f'[{p_index * len(scenarios) + s_index + 1}/{total}] {planner} {scenario.name}'
             run = run_scenario(scenario, make_planner(planner), max_steps=args.cap_steps if capped else None,
                                progress=lambda k, n: bar.show(label, k, n))
@@ -96,9 +98,11 @@ def render(results, missing, args, elapsed) -> str:
         'Every planner runs every scenario of `toio_navigator/data/scenarios.yaml` under the protocol of',
         'shared/benchmarks/METRICS.md: holonomic model, dt = 0.05 s, r = 16.5 u, v_max = 165 u/s, goal tolerance',
         '10 u, a contact is an overlap deeper than 0.5 u. The same numbers come out of',
-        '`toio-nav bench --scenarios FILE --planner NAME --out metrics.json` for any scenarios file of that format.',
-        f'Runs with N >= {args.cap_from} agents stop after {args.cap_steps} steps (marked *cost only*): they are the',
-        'cost-versus-N sweep. `--no-cap` runs them to the end.' if not args.no_cap else
+        '`toio-nav bench --scenarios FILE --planner NAME --out metrics.json` for any scenarios file of that format;',
+        '`--model diff_drive` runs the same planners on the cube\'s differential drive instead (each cube tracks the',
+        'planner\'s velocity with a simple unicycle heading controller, wheels capped at motor command 115).',
+        f'Circle swaps with N >= {args.cap_from} agents stop after {args.cap_steps} steps (marked *cost only*): they',
+        'are the cost-versus-N sweep. `--no-cap` runs them to the end.' if not args.no_cap else
         'This table was made with `--no-cap`: every run went to its end.',
         '',
         f'Machine: {m["cpu"]}, Python {m["python"]}, NumPy {m["numpy"]}; the machine was shared, so absolute times',
