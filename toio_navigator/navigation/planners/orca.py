@@ -204,7 +204,6 @@ class OrcaPlanner:
         """Half-planes (normal, point) per agent: obstacles first (hard), then neighbours."""
         p = self.params
         pos, vel = state.pos, state.vel
-        n = state.n
         valid_nbr = nbr >= 0
         j = np.where(valid_nbr, nbr, 0)
         rel_pos = pos[j] - pos[:, None, :]
