@@ -58,6 +58,7 @@ class OrcaParams:
     unstick_delay: float = 0.5         # s blocked before turning
     unstick_rate: float = 1.5          # rad/s of turn while blocked
     unstick_max: float = 2.6           # rad, largest turn (beyond 90 deg: backing off is allowed)
+    unstick_wall_range: float = 30.0   # u, facing a wall segment this close: turn towards its nearer end
     unstick_jitter: float = 1.0        # per-cube seeded spread of the delay: delay * (1 + jitter * U[0, 1))
     blocked_fraction: float = 0.5      # a mover is blocked when slower than this fraction of its v_pref
     park_radius: float = 20.0          # u, a cube this close to its goal counts as parked
@@ -129,8 +130,35 @@ class OrcaPlanner:
         self._blocked_time = np.where(blocked, self._blocked_time + dt, 0.0)
         delay = p.unstick_delay * self._delay_scale
         angle = np.clip(p.unstick_rate * (self._blocked_time - delay), 0.0, p.unstick_max)
+        if len(state.walls) and p.unstick_wall_range > 0.0:
+            angle = angle * self._turn_side_at_walls(state, v_pref)
         c, s = np.cos(angle), np.sin(angle)
         return np.column_stack([c * v_pref[:, 0] - s * v_pref[:, 1], s * v_pref[:, 0] + c * v_pref[:, 1]])
+
+    def _turn_side_at_walls(self, state: SwarmState, v_pref) -> np.ndarray:
+        """+1 (turn right) unless the cube faces a wall segment within unstick_wall_range: then the side that
+        slides along the wall towards its nearer end (-1 = turn left), the short way around it."""
+        p = self.params
+        walls = state.walls
+        segment = np.hypot(walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]) > _EPS
+        side = np.ones(state.n)
+        if not segment.any():
+            return side
+        walls = walls[segment]
+        on_wall, gap = nearest_on_walls(state.pos, walls)
+        gap = gap - state.radius[:, None]
+        w = np.argmin(gap, axis=1)
+        rows = np.arange(state.n)
+        away = state.pos - on_wall[rows, w]
+        facing = np.einsum('nd,nd->n', away, v_pref) < 0.0
+        a, b = walls[w, 0:2], walls[w, 2:4]
+        along = b - a
+        t = np.einsum('nd,nd->n', on_wall[rows, w] - a, along) / np.maximum(np.einsum('nd,nd->n', along, along),
+                                                                           _EPS)
+        to_end = np.where((t < 0.5)[:, None], -along, along)            # towards the nearer end point
+        right = np.stack([-v_pref[:, 1], v_pref[:, 0]], axis=-1)
+        near = (gap[rows, w] < p.unstick_wall_range) & facing
+        return np.where(near & (np.einsum('nd,nd->n', to_end, right) < 0.0), -1.0, side)
 
     def _step_aside(self, state: SwarmState, v_pref, radius, nbr) -> np.ndarray:
         """A cube parked on its goal whose neighbour is a blocked mover heading at it prefers to step sideways,
