@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from toio_navigator.bench.runner import run_scenario
-from toio_navigator.bench.scenarios import load_scenarios
+from toio_navigator.bench.scenarios import Scenario, load_scenarios
 from toio_navigator.navigation.planner import SwarmState
 from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner
 from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner, OrcaPlanner, solve_velocity
@@ -153,3 +153,14 @@ def test_orca_kr_parameters_are_plain_orca_plus_switches():
     assert not (plain.keep_right or plain.unstick or plain.yield_to_movers or plain.safety_stop)
     assert best.keep_right and best.unstick and best.yield_to_movers and best.safety_stop
     assert OrcaKeepRightPlanner(time_horizon=1.0).params.time_horizon == 1.0
+
+
+def test_orca_kr_blocked_by_a_wall_goes_round_its_nearer_end():
+    # the goal is straight through a long wall whose top end is 20 u above the cube's line: turning right
+    # (down the mat) would follow 400 u of wall, turning towards the nearer end gets round it
+    wall_end = Scenario(name='wall_end', category='t', n_agents=1, time_limit=8.0,
+                        starts=np.array([[150.0, 320.0]]), goals=np.array([[350.0, 320.0]]),
+                        segments=np.array([[250.0, 300.0, 250.0, 700.0]]))
+    r = run_scenario(wall_end, OrcaKeepRightPlanner()).metrics
+    assert r['success_collision_free'] and r['success_time'] < 5.0
+    assert not run_scenario(wall_end, OrcaKeepRightPlanner(unstick_wall_range=0.0)).metrics['success']
