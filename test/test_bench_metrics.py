@@ -126,6 +126,13 @@ def test_contacts_match_brute_force_across_chunks(monkeypatch):
     assert events > 0
 
 
+def test_pair_search_is_exact_for_tiny_cut_offs_on_large_coordinates():
+    from toio_navigator.navigation.planners.common import pairs_within
+    points = np.array([[0.0, 0.0], [1e-7, 0.0], [9000.0, 9000.0], [9000.0, 9000.0 + 5e-8]])
+    q, p, _d = pairs_within(points, 1e-6)
+    assert sorted(zip(q.tolist(), p.tolist())) == [(0, 1), (1, 0), (2, 3), (3, 2)]
+
+
 def test_min_clearance_found_even_when_agents_are_far_apart():
     traj = traj_of([(0, 0)] * 2, [(1000, 0)] * 2)
     assert m.agent_contacts(traj, 16.5, 0.5)[2] == pytest.approx(1000 - 33.0)

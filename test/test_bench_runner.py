@@ -59,6 +59,7 @@ def test_per_scenario_constants_override_the_defaults():
     ({'obstacles': [{'type': 'wall'}]}, "unknown type 'wall'"),
     ({'obstacles': [{'type': 'disc', 'center': [0, 0], 'radius': -1}]}, 'radius must be > 0'),
     ({'agent_radius': 'big'}, 'agent_radius must be a finite number'),
+    ({'agent_radius': 0.2}, 'contact_tolerance 0.5 must be smaller than the agent diameter'),
 ])
 def test_bad_scenarios_name_the_scenario_and_the_problem(change, message):
     entry = {k: v for k, v in dict(PAIR, **change).items() if v is not None}

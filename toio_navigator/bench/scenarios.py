@@ -113,6 +113,9 @@ def _parse_one(entry: Any, index: int, defaults: dict[str, float], source: str) 
     where = f'{source}: scenario {name!r}'
     consts = {key: _positive(entry[key], f'{where}: {key}') if key in entry else value
               for key, value in defaults.items()}
+    if consts['contact_tolerance'] >= 2.0 * consts['agent_radius']:
+        raise ScenarioError(f'{where}: contact_tolerance {consts["contact_tolerance"]} must be smaller than the '
+                            f'agent diameter {2.0 * consts["agent_radius"]}')
     generator = entry.get('generator', 'explicit')
     if generator not in GENERATORS:
         raise ScenarioError(f'{where}: unknown generator {generator!r} (expected one of {", ".join(GENERATORS)})')

@@ -20,7 +20,11 @@ def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = N
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     if n < 2 or cutoff <= 0.0:
         return empty
-    cells = np.floor(points / cutoff).astype(np.int64)
+    # cells at least as large as the cut-off (so the 3 x 3 block holds every partner), and at most 2^20 per
+    # axis so the integer keys below cannot overflow whatever the cut-off
+    extent = float(np.ptp(points, axis=0).max())
+    cell = max(cutoff, extent / 2.0 ** 20)
+    cells = np.floor(points / cell).astype(np.int64)
     cells -= cells.min(axis=0) - 1                      # every neighbour cell index stays >= 0
     span = int(cells[:, 1].max()) + 2
     key = cells[:, 0] * span + cells[:, 1]
