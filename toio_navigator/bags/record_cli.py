@@ -42,24 +42,42 @@ def default_out() -> Path:
     return Path('bags') / datetime.now(timezone.utc).strftime('run_%Y%m%d_%H%M%S')
 
 
-def fetch_parameters(node, executor, target: str, timeout: float = 3.0) -> dict | None:
-    """Every parameter of node ``target`` as {name: python value}, or None if it does not answer."""
-    from rclpy.parameter import parameter_value_to_python
-    from rclpy.parameter_client import AsyncParameterClient
+class ParameterGrabber:
+    """Reads every parameter of node ``target`` once it answers (asynchronously: the recording never waits), and
+    stores them in the bag's custom_data. ``poll`` is called from a timer until it has them."""
 
-    client = AsyncParameterClient(node, target)
-    if not client.wait_for_services(timeout_sec=timeout):
-        return None
-    future = client.list_parameters()
-    executor.spin_until_future_complete(future, timeout_sec=timeout)
-    if not future.done() or future.result() is None:
-        return None
-    names = list(future.result().result.names)
-    future = client.get_parameters(names)
-    executor.spin_until_future_complete(future, timeout_sec=timeout)
-    if not future.done() or future.result() is None:
-        return None
-    return {n: parameter_value_to_python(v) for n, v in zip(names, future.result().values)}
+    def __init__(self, node, writer: BagWriter, target: str) -> None:
+        from rclpy.parameter_client import AsyncParameterClient
+
+        self.writer, self.target = writer, target
+        self.client = AsyncParameterClient(node, target)
+        self.busy = False
+        self.parameters: dict | None = None
+
+    def poll(self) -> None:
+        if self.parameters is not None or self.busy or not self.client.services_are_ready():
+            return
+        self.busy = True
+        self.client.list_parameters().add_done_callback(self._listed)
+
+    def _listed(self, future) -> None:
+        result = future.result()
+        if result is None:
+            self.busy = False
+            return
+        names = list(result.result.names)
+        self.client.get_parameters(names).add_done_callback(lambda f: self._got(names, f))
+
+    def _got(self, names: list[str], future) -> None:
+        from rclpy.parameter import parameter_value_to_python
+
+        self.busy = False
+        result = future.result()
+        if result is None:
+            return
+        self.parameters = {n: _storable(parameter_value_to_python(v)) for n, v in zip(names, result.values)}
+        # rosbags' Writer is where custom_data goes; BagWriter keeps it as _writer (no public setter yet)
+        self.writer._writer.set_custom_data(PARAMETERS_KEY, json.dumps(dict(sorted(self.parameters.items()))))
 
 
 def _storable(value):
@@ -82,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
 
     context = rclpy.Context()
@@ -94,24 +112,20 @@ def run(args: argparse.Namespace) -> int:
     stopping: list[bool] = []
     previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     started = time.monotonic()
+    grabber = None
     try:
         recorder.discover()
         node.create_timer(0.5, recorder.discover)
-        if args.navigator:
-            params = fetch_parameters(node, executor, args.navigator)
-            if params is None:
-                print(f'toio-nav record: no parameters from {args.navigator} (not running?); replay will need '
-                      '--params-file', file=sys.stderr)
-            else:
-                # rosbags' Writer is the only place custom_data can go; BagWriter keeps it as _writer
-                writer._writer.set_custom_data(PARAMETERS_KEY, json.dumps(
-                    {k: _storable(v) for k, v in sorted(params.items())}))
+        grabber = ParameterGrabber(node, writer, args.navigator) if args.navigator else None
+        if grabber is not None:
+            node.create_timer(1.0, grabber.poll)
+            grabber.poll()
         print(f'toio-nav record: recording {"every topic" if not args.topics else ", ".join(args.topics)} '
               f'into {out} ({args.storage}); Ctrl-C to stop', flush=True)
         deadline = None if args.duration is None else started + args.duration
-        while not stopping and (deadline is None or time.monotonic() < deadline):
+        while not stopping and context.ok() and (deadline is None or time.monotonic() < deadline):
             executor.spin_once(timeout_sec=0.05)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -123,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
     total = sum(writer.counts.values())
     print(f'toio-nav record: {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '
           f'{time.monotonic() - started:.1f} s -> {out}')
+    if grabber is not None and grabber.parameters is None:
+        print(f'toio-nav record: {args.navigator} never answered: its parameters are not in the bag (replay will '
+              'use --params-file or config/navigator.yaml)', file=sys.stderr)
     for name, reason in sorted(recorder.skipped.items()):
         print(f'  skipped {name}: {reason}', file=sys.stderr)
     if args.topics:

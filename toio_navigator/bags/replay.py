@@ -20,6 +20,7 @@ What the replay assumes, because a bag does not say it (see the module's report 
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import math
 import re
@@ -37,6 +38,7 @@ NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 's
               'reached', 'mode', 'planner')
 MOTOR_FIELDS = ('left', 'right', 'duration_ms')
 FLOAT_FIELDS = ('waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
+AGE_SHIFT = 0.0
 DEFAULT_FLOAT_TOLERANCE = 1e-6       # same code, same float64 inputs: only rounding noise is forgiven
 NODE_ONLY_PARAMETERS = ('markers_every', 'tick_on_fresh_states', 'use_sim_time', 'start_type_description_service')
 
@@ -50,6 +52,7 @@ class ReplayError(ValueError):
 @dataclass(frozen=True)
 class StateIn:
     stamp_ns: int
+    bag_ns: int              # when the recorder received it: the best estimate of the navigator's arrival time
     cube: str
     x: float
     y: float
@@ -77,7 +80,6 @@ class Tick:
     stamp_ns: int
     results: dict[str, dict] = field(default_factory=dict)
     result_bag_ns: dict[str, int] = field(default_factory=dict)
-    motors: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,6 +89,7 @@ class Recording:
     states: list[StateIn]
     goals: list[GoalIn]
     ticks: list[Tick]
+    motors: dict[str, list[tuple[int, int, int]]]     # per cube, in the order the navigator sent them
     start_ns: int
     parameters: dict | None                 # the navigator's parameters stored by `toio-nav record`, if any
     notes: list[str] = field(default_factory=list)
@@ -153,7 +156,7 @@ def read_recording(path: str | Path) -> Recording:
             except Exception as exc:
                 raise ReplayError(f'{path}: cannot decode a {conn.msgtype} on {conn.topic}: {exc}') from None
             if kind == 'state':
-                states.append(StateIn(_stamp_ns(msg), cube, float(msg.x), float(msg.y), float(msg.theta),
+                states.append(StateIn(_stamp_ns(msg), bag_ns, cube, float(msg.x), float(msg.y), float(msg.theta),
                                       bool(msg.on_mat), int(msg.link_state)))
             elif kind == 'goal':
                 goals.append(GoalIn(bag_ns, cube, int(msg.goal_id), str(msg.cube), float(msg.x), float(msg.y),
@@ -179,8 +182,9 @@ def read_recording(path: str | Path) -> Recording:
     cubes = sorted({r[2] for r in results}, key=_natural)
     if parameters and isinstance(parameters.get('cubes'), list):
         cubes = [str(c) for c in parameters['cubes']]
-    rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], start, parameters)
-    rec.ticks = _ticks(results, motors, rec.notes)
+    rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], {}, start, parameters)
+    rec.ticks = _ticks(results, rec.notes)
+    rec.motors = _motor_sequences(motors, rec.ticks, rec.notes)
     return rec
 
 
@@ -188,38 +192,39 @@ def _plain(value):
     return value.item() if hasattr(value, 'item') else value
 
 
-def _ticks(results, motors, notes: list[str]) -> list[Tick]:
+def _ticks(results, notes: list[str]) -> list[Tick]:
     by_stamp: dict[int, Tick] = {}
+    doubled = 0
     for stamp, bag_ns, cube, fields_ in results:
         tick = by_stamp.setdefault(stamp, Tick(stamp))
         if cube in tick.results:
-            notes.append(f'two NavResults of {cube} stamped {stamp} ns; the second is ignored')
+            doubled += 1
             continue
         tick.results[cube] = fields_
         tick.result_bag_ns[cube] = bag_ns
-    ticks = [by_stamp[s] for s in sorted(by_stamp)]
-    # a MotorCommand has no header: it belongs to the tick of its cube's NavResult received nearest to it
-    per_cube: dict[str, tuple[np.ndarray, list[Tick]]] = {}
-    for cube in {c for t in ticks for c in t.results}:
-        owned = [t for t in ticks if cube in t.results]
-        owned.sort(key=lambda t: t.result_bag_ns[cube])
-        per_cube[cube] = (np.array([t.result_bag_ns[cube] for t in owned], dtype=np.int64), owned)
-    lost = 0
+    if doubled:
+        notes.append(f'{doubled} NavResults repeat a cube within one tick stamp; only the first is compared')
+    return [by_stamp[s] for s in sorted(by_stamp)]
+
+
+def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, list[tuple[int, int, int]]]:
+    """Each cube's MotorCommands in the order sent. A MotorCommand has no header, and a busy recorder receives
+    the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
+    ones received before the cube's first recorded NavResult belong to ticks the bag does not hold."""
+    first = {}
+    for t in ticks:
+        for cube, bag_ns in t.result_bag_ns.items():
+            first[cube] = min(first.get(cube, bag_ns), bag_ns)
+    out: dict[str, list] = {}
+    dropped = 0
     for bag_ns, cube, motor in motors:
-        if cube not in per_cube:
-            lost += 1
+        if cube not in first or bag_ns < first[cube] - 5_000_000:
+            dropped += 1
             continue
-        times, owned = per_cube[cube]
-        k = int(np.searchsorted(times, bag_ns))
-        best = min((j for j in (k - 1, k) if 0 <= j < len(owned)), key=lambda j: abs(int(times[j]) - bag_ns))
-        tick = owned[best]
-        if cube in tick.motors:
-            notes.append(f'two MotorCommands of {cube} next to the tick at {tick.stamp_ns} ns; the later is ignored')
-            continue
-        tick.motors[cube] = motor
-    if lost:
-        notes.append(f'{lost} MotorCommands of cubes without any NavResult are ignored')
-    return ticks
+        out.setdefault(cube, []).append(motor)
+    if dropped:
+        notes.append(f'{dropped} MotorCommands from before the first recorded NavResult of their cube are ignored')
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ configuration
@@ -377,106 +382,233 @@ class ReplayReport:
         return '\n'.join(lines)
 
 
-def _compare(tick: Tick, commands, cubes: list[str], tol: dict, t0: int, settings) -> list[Divergence]:
-    """Every differing field of one tick (NavResult first, then MotorCommand, in cube order)."""
+def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: dict,
+             forced: list) -> list[Divergence]:
+    """Every differing field of one tick (NavResult first, then MotorCommand, in cube order). ``sent``: per cube,
+    how many recorded MotorCommands earlier ticks consumed; advanced for every command the replay sends.
+    ``forced`` receives (cube, recorded command) for every command both sent."""
     out = []
-    t = (tick.stamp_ns - t0) / 1e9
+    t = (tick.stamp_ns - rec.start_ns) / 1e9
     by_cube = {c.cube: c for c in commands}
-    for cube in cubes:
-        rec = tick.results.get(cube)
+    for cube in rec.cubes:
+        recorded = tick.results.get(cube)
         cmd = by_cube.get(cube)
-        if rec is None or cmd is None:
+        if recorded is None or cmd is None:
             continue
         mine = dict(goal_id=cmd.goal_id, active=cmd.active, waypoint_x=cmd.waypoint[0], waypoint_y=cmd.waypoint[1],
                     speed_limit=cmd.speed_limit, speed_ratio=cmd.speed_ratio, collision=cmd.collision,
                     reached=cmd.reached, mode=settings.mode, planner=settings.planner)
         for f in NAV_FIELDS:
-            a, b = rec[f], mine[f]
+            a, b = recorded[f], mine[f]
             if f in FLOAT_FIELDS:
                 same = (a == b) or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tol.get(f, tol['*']))
             else:
                 same = a == b
             if not same:
                 out.append(Divergence(t, tick.stamp_ns, f'/{cube}/nav_result', f, a, b))
-        rec_m, my_m = tick.motors.get(cube), cmd.motor
-        if rec_m is None and my_m is None:
+        if cmd.motor is None:
             continue
         topic = f'/{cube}/motor_cmd'
-        if rec_m is None or my_m is None:
-            out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'sent' if rec_m else 'none',
-                                  'sent' if my_m else 'none'))
+        queue = rec.motors.get(cube, [])
+        k = sent.get(cube, 0)
+        sent[cube] = k + 1
+        if k >= len(queue):
+            out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
             continue
-        for f, a, b in zip(MOTOR_FIELDS, rec_m, my_m):
+        for f, a, b in zip(MOTOR_FIELDS, queue[k], cmd.motor):
             if abs(a - b) > tol.get(f, 0):
                 out.append(Divergence(t, tick.stamp_ns, topic, f, a, b))
+        forced.append((cube, queue[k]))
     return out
 
 
 # ------------------------------------------------------------------------------------------------ offline replay
 
+@dataclass
+class _Snapshot:
+    """Everything the replay carries from one tick to the next."""
+    ctrl: SwarmController
+    pending: list[StateIn]          # states stamped before the next tick but not yet given to the controller
+    si: int                         # next state of rec.states to look at
+    seen: frozenset                 # cubes that have had a state
+    sent: dict                      # per cube: recorded MotorCommands consumed
+    age_ub: dict                    # per cube: upper bound of the controller's smoothed state age
+
+
+@dataclass
+class _Frame:
+    """One replayed tick: where it started, the choices not yet tried, and what the chosen one gave."""
+    k: int
+    before: _Snapshot
+    choices: object                 # iterator of (after, deferred, diffs, compared, motors)
+    after: _Snapshot | None = None
+    deferred: frozenset = frozenset()
+    diffs: list = field(default_factory=list)
+    compared: bool = False
+    motors: int = 0
+
+
 def replay_recording(rec: Recording, settings: NavigatorSettings, params: NavigatorParams,
                      handle: CubeHandleParams, *, tolerances: dict | None = None, extra_goals=(),
-                     ambiguity_s: float = 0.02, max_trials: int = 16, keep: int = 20) -> ReplayReport:
+                     ambiguity_s: float = 0.05, max_trials: int = 16, lookback: int = 3,
+                     max_backtracks: int = 64, resync: bool = True, keep: int = 20) -> ReplayReport:
     """Drive a fresh SwarmController with the recorded inputs at the recorded ticks and compare its outputs.
 
-    Ticks before every cube has a recorded state are a warm-up: stepped, not compared, and the recorded motor
-    commands replace the replay's (the navigator had inputs from before the recording started)."""
+    Which states arrived before a tick is not recorded: the replay first assumes every state stamped before the
+    tick, and if that diverges tries treating the last states (stamped within ``ambiguity_s``) as late; if no
+    choice matches it revisits the choices of up to ``lookback`` earlier ticks (a wrong choice can match one tick
+    and diverge later). With ``resync`` the controller's memory of the commands it sent is set to the recorded
+    commands after each tick, so a tolerated or reported difference does not snowball into every later tick.
+    Ticks before every cube has a recorded state are a warm-up: stepped, not compared, and
+    the recorded motor commands replace the replay's (the navigator had inputs from before the recording)."""
     report = ReplayReport(rec.path, notes=list(rec.notes))
     tol = {'*': DEFAULT_FLOAT_TOLERANCE, **(tolerances or {})}
-    t0 = rec.start_ns
+    t0 = rec.start_ns = min([rec.start_ns] + [t.stamp_ns for t in rec.ticks[:1]] + [s.stamp_ns for s in rec.states[:1]])
     now = [0.0]
     ctrl = SwarmController(settings, params, handle, clock=lambda: now[0])
+    takes_age = 'age' in inspect.signature(ctrl.update_state).parameters
     goals = _schedule_goals(list(rec.goals) + list(extra_goals), rec.ticks)
-    pending: list[StateIn] = []
-    states, si = rec.states, 0
-    seen: set[str] = set()
-    warmup = 0
-    for k, tick in enumerate(rec.ticks):
-        for g in goals.get(k, ()):
-            reason = ctrl.set_goal(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance,
-                                   msg_cube=g.msg_cube)
-            if reason:
-                report.notes.append(f'goal {g.goal_id} for {g.cube} rejected in the replay: {reason}')
-        while si < len(states) and states[si].stamp_ns < tick.stamp_ns:
-            pending.append(states[si])
+    inferred = [0]
+
+    def choices(k: int, snap: _Snapshot):
+        tick = rec.ticks[k]
+        pending, si = list(snap.pending), snap.si
+        while si < len(rec.states) and rec.states[si].stamp_ns < tick.stamp_ns:
+            pending.append(rec.states[si])
             si += 1
         tick_s = (tick.stamp_ns - t0) / 1e9
-        compare = all(c in seen or any(s.cube == c for s in pending) for c in rec.cubes)
-        best = None
+        compare = all(c in snap.seen or any(s.cube == c for s in pending) for c in rec.cubes)
         for deferred in _deferral_choices(pending, tick.stamp_ns, ambiguity_s, max_trials if compare else 1):
-            trial = copy.deepcopy(ctrl) if best is not None or compare else ctrl
+            trial = copy.deepcopy(snap.ctrl)
+            for g in goals.get(k, ()):
+                reason = trial.set_goal(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance,
+                                        msg_cube=g.msg_cube)
+                if reason and not deferred:
+                    report.notes.append(f'goal {g.goal_id} for {g.cube} rejected in the replay: {reason}')
+            age_ub = dict(snap.age_ub)
             for s in pending:
                 if s not in deferred:
                     now[0] = (s.stamp_ns - t0) / 1e9
-                    trial.update_state(s.cube, s.x, s.y, s.theta, s.on_mat, s.link_state)
+                    extra = {'age': max(0.0, (s.bag_ns - s.stamp_ns) / 1e9)} if takes_age else {}
+                    trial.update_state(s.cube, s.x, s.y, s.theta, s.on_mat, s.link_state, **extra)
+                    # it arrived before this tick: its age on arrival was at most tick - stamp (smoothed alike)
+                    age_ub[s.cube] = 0.8 * age_ub.get(s.cube, 0.0) + 0.2 * (tick.stamp_ns - s.stamp_ns) / 1e9
             now[0] = tick_s
+            pre = copy.deepcopy(trial) if compare and takes_age else None
             commands = trial.step(tick_s)
-            diffs = _compare(tick, commands, rec.cubes, tol, t0, trial.settings) if compare else []
-            if best is None or not diffs:
-                best = (trial, deferred, diffs)
-            if not diffs:
-                break
-        ctrl, deferred, result = best
-        if deferred:
-            report.ambiguous_resolved += 1
-        seen.update(s.cube for s in pending if s not in deferred)
-        pending = [s for s in pending if s in deferred]
-        if not compare:
+            sent = dict(snap.sent)
+            if compare:
+                forced: list = []
+                diffs = _compare(tick, commands, rec, tol, trial.settings, sent, forced)
+                if diffs and pre is not None and all(d.topic.endswith('motor_cmd') for d in diffs):
+                    found = _infer_ages(pre, tick, tick_s, rec, tol, snap.sent, age_ub, diffs)
+                    if found is not None:
+                        trial, commands, sent, forced = found
+                        diffs = []
+                        inferred[0] += 1
+                if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
+                    for cube, (left, right, duration_ms) in forced:
+                        i = trial.index[cube]
+                        trial.last_cmd[i] = (left, right)
+                        trial.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+            else:
+                diffs = []
+                _adopt_recorded_motors(trial, rec, tick, tick_s, sent)
+            after = _Snapshot(trial, [s for s in pending if s in deferred], si,
+                              snap.seen | {s.cube for s in pending if s not in deferred}, sent, age_ub)
+            yield after, deferred, diffs, compare, sum(1 for c in commands if c.motor is not None)
+
+    frames: list[_Frame] = []
+    snap = _Snapshot(ctrl, [], 0, frozenset(), {}, {})
+    floor = 0                          # frames below this index are final (a divergence was accepted there)
+    backtracks = 0
+    k = 0
+    frame = _Frame(0, snap, choices(0, snap)) if rec.ticks else None
+    while frame is not None:
+        found = next((c for c in frame.choices if not c[2]), None)
+        if found is None and backtracks < max_backtracks:
+            # no choice explains this tick: maybe an earlier tick took a wrong one that happened to match
+            j = len(frames) - 1
+            while j >= max(floor, len(frames) - lookback):
+                alt = next((c for c in frames[j].choices if not c[2]), None)
+                if alt is not None:
+                    backtracks += 1
+                    frame = frames[j]
+                    del frames[j:]
+                    found = alt
+                    break
+                j -= 1
+        if found is None:              # a real divergence: keep the first choice's outcome
+            frame.choices = choices(frame.k, frame.before)
+            found = next(frame.choices)
+            floor = len(frames) + 1
+        frame.after, frame.deferred, frame.diffs, frame.compared, frame.motors = found
+        frames.append(frame)
+        k = frame.k + 1
+        frame = _Frame(k, frame.after, choices(k, frame.after)) if k < len(rec.ticks) else None
+
+    sent = frames[-1].after.sent if frames else {}
+    warmup = 0
+    for fr in frames:
+        if not fr.compared:
             warmup += 1
-            _adopt_recorded_motors(ctrl, tick, tick_s)
             continue
+        tick = rec.ticks[fr.k]
         report.ticks += 1
-        for cube in rec.cubes:
-            report.compared['nav_result'] += cube in tick.results
-            report.compared['motor_cmd'] += cube in tick.motors
+        report.ambiguous_resolved += bool(fr.deferred)
+        report.compared['nav_result'] += sum(1 for c in rec.cubes if c in tick.results)
+        report.compared['motor_cmd'] += fr.motors
         for kind in ('nav_result', 'motor_cmd'):
-            report.diverged[kind] += len({d.topic for d in result if d.topic.endswith(kind)})
+            report.diverged[kind] += len({d.topic for d in fr.diffs if d.topic.endswith(kind)})
         if len(report.divergences) < keep:
-            report.divergences += result[:keep - len(report.divergences)]
+            report.divergences += fr.diffs[:keep - len(report.divergences)]
     if warmup:
         report.notes.append(f'{warmup} leading ticks not compared: some cube had no state in the bag yet')
+    if inferred[0]:
+        report.notes.append(f'{inferred[0]} ticks matched only with a state age (arrival delay, not recorded) other '
+                            'than the recorder\'s, within what the tick times allow')
+    if backtracks:
+        report.notes.append(f'{backtracks} times an earlier tick\'s choice of late states was revisited')
+    unmatched = {c: len(q) - sent.get(c, 0) for c, q in rec.motors.items() if len(q) - sent.get(c, 0) > 1}
+    if unmatched:
+        report.notes.append('recorded MotorCommands the replay never sent: ' +
+                            ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
     _completeness(rec, report)
     return report
+
+
+def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording, tol: dict, sent0: dict,
+                age_ub: dict, diffs: list, grid_s: float = 0.0005, limit: int = 80):
+    """The navigator smooths how old each state was on arrival (not recorded; the replay's first guess is the
+    recorder's arrival time) and predicts the pose that much further. For each cube whose motor command differs,
+    try other ages the tick times allow (0 .. age_ub, nearest to the guess first); a cube's command depends on its
+    own age only. Returns (controller, commands, sent, forced) for the whole tick, or None."""
+    cubes = sorted({d.topic.split('/')[1] for d in diffs})
+    chosen = {}
+    for c in cubes:
+        i = pre.index[c]
+        base = float(pre.age[i])
+        ub = max(age_ub.get(c, 0.0), base)
+        grid = sorted((j * grid_s for j in range(int(ub / grid_s) + 1)), key=lambda a: abs(a - base))[:limit]
+        for a in grid + [ub]:
+            trial = copy.deepcopy(pre)
+            trial.age[i] = a
+            commands = trial.step(tick_s)
+            sent, forced = dict(sent0), []
+            if not any(d.topic == f'/{c}/motor_cmd'
+                       for d in _compare(tick, commands, rec, tol, trial.settings, sent, forced)):
+                chosen[c] = a
+                break
+        else:
+            return None
+    trial = copy.deepcopy(pre)
+    for c, a in chosen.items():
+        trial.age[trial.index[c]] = a
+    commands = trial.step(tick_s)
+    sent, forced = dict(sent0), []
+    if _compare(tick, commands, rec, tol, trial.settings, sent, forced):
+        return None
+    return trial, commands, sent, forced
 
 
 def _deferral_choices(pending: list[StateIn], tick_ns: int, window_s: float, limit: int):
@@ -495,18 +627,24 @@ def _deferral_choices(pending: list[StateIn], tick_ns: int, window_s: float, lim
         combos = [c | o for c in combos for o in opts]
         if len(combos) > 4 * limit:
             break
-    combos.sort(key=len)
+    # fewest late states first, then the ones stamped closest to the tick (the likeliest to be still in flight)
+    combos.sort(key=lambda c: (len(c), sum(tick_ns - s.stamp_ns for s in c)))
     for c in combos[1:limit]:
         yield c
 
 
-def _adopt_recorded_motors(ctrl: SwarmController, tick: Tick, tick_s: float) -> None:
-    """During the warm-up, the recorded commands are what the cubes got: the controller's motion model uses them."""
-    for cube, (left, right, duration_ms) in tick.motors.items():
+def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, tick: Tick, tick_s: float, sent: dict) -> None:
+    """During the warm-up the recorded commands are what the cubes got (an active cube gets one every tick): the
+    controller's motion model uses them instead of its own."""
+    for cube, result in tick.results.items():
         i = ctrl.index.get(cube)
-        if i is not None:
-            ctrl.last_cmd[i] = (left, right)
-            ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+        queue = rec.motors.get(cube, [])
+        if i is None or not result.get('active') or sent.get(cube, 0) >= len(queue):
+            continue
+        left, right, duration_ms = queue[sent.get(cube, 0)]
+        sent[cube] = sent.get(cube, 0) + 1
+        ctrl.last_cmd[i] = (left, right)
+        ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
 
 
 def _schedule_goals(goals: list[GoalIn], ticks: list[Tick]) -> dict[int, list[GoalIn]]:
