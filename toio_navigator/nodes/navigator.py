@@ -33,7 +33,7 @@ BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT   # half the 31.8 mm body, mat units 
 
 def planner_names() -> list[str]:
     from toio_navigator.navigation.planners import PLANNERS
-    return [HLAVOID] + sorted(PLANNERS)
+    return [HLAVOID] + sorted(set(PLANNERS) - {HLAVOID})
 
 
 # ------------------------------------------------------------------------------------------------ settings
@@ -846,7 +846,7 @@ def NavigatorNode(**kwargs):
 def main(args: list[str] | None = None) -> int:
     """`ros2 run toio_navigator navigator [--ros-args ...]`."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     rclpy.init(args=args)
     try:
@@ -855,8 +855,10 @@ def main(args: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f'navigator: bad parameters: {exc}', file=sys.stderr)
             return 2
+        executor = SingleThreadedExecutor()   # (rclpy's experimental EventsExecutor hung on SIGTERM here)
+        executor.add_node(node)
         try:
-            rclpy.spin(node)
+            executor.spin()
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
         node.destroy_node()
