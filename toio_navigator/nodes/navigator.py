@@ -775,7 +775,7 @@ def _make_node_class():
             body = 2 * BODY_RADIUS * METRES_PER_UNIT
             margin = 2 * c.params.avoid.margin * METRES_PER_UNIT
             for i, cube in enumerate(c.settings.cubes):
-                x, y, th = c.pose[i]
+                x, y, th = c.frozen[i] if c.frozen_valid[i] else c.pose[i]   # a silent cube: where we expect it
                 if not math.isfinite(x):
                     continue
                 g = c.goals[i]
