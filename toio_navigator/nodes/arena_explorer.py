@@ -64,6 +64,7 @@ NO_WAYPOINT = [-1, -1]
 LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
 STILL_S, STILL_UNITS = 1.0, 1.0   # a cube that moved less than 1 unit in 1 s stands still
+SERVICE_TIMEOUT_S = 3.0   # navigator/set_goal answers within a tick or two
 STALE_S = 2.0             # no cube state for this long while moving: the run stops with ERROR
 TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
 STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)
@@ -553,8 +554,12 @@ class ArenaExplorerNode(Node):
         return mx, min(max(cy, my - slack), my + slack)
 
     def _accepted(self, step: Step) -> bool:
-        """The navigator answered the goal request (raises when it refused)."""
-        if step.future is None or not step.future.done():
+        """The navigator answered the goal request (raises when it refused; retries when it stays silent)."""
+        if step.future is None:
+            return False
+        if not step.future.done():
+            if time.monotonic() - step.sent > SERVICE_TIMEOUT_S:
+                self._retry(step, f'navigator/set_goal did not answer within {SERVICE_TIMEOUT_S:g} s')
             return False
         result = step.future.result()
         if result is None:
@@ -573,7 +578,7 @@ class ArenaExplorerNode(Node):
                 return True
         if self._standing_in(step.pose, now):
             return True   # stopped inside the target cell short of the tolerance: the check squares it up
-        if now - step.sent > self.settings.move_timeout_s:
+        if step.future is not None and now - step.sent > self.settings.move_timeout_s:   # (None: just retried)
             self._retry(step, f'not reached within {self.settings.move_timeout_s:g} s')
         return False
 
@@ -595,7 +600,7 @@ class ArenaExplorerNode(Node):
                 # move_to_pose (the driver would let the later of the two replace the other)
                 step.released = when if step.released is None else step.released
                 return now - step.released >= RELEASE_GAP_S
-        if now - step.sent > 2.0:
+        if step.future is not None and now - step.sent > 2.0:
             self._retry(step, 'the navigator did not release the cube')
         return False
 
