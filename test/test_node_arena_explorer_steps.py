@@ -201,3 +201,30 @@ def _offline_mdf_after(layout, moves: int):
 def _response():
     from std_srvs.srv import Trigger
     return Trigger.Response()
+
+
+def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(ros_domain, tmp_path, monkeypatch):
+    import json
+    monkeypatch.setattr(arena_explorer, 'RELEASE_GAP_S', 0.0)
+    data = json.loads((ARENAS / '01_sample_arena_1.json').read_text())
+    layout = load_layout(ARENAS / '01_sample_arena_1.json')
+    obs = layout.obstacles
+    x, y = next((x, y) for y in range(20) for x in range(14) if obs[y, x] and not obs[y, x + 1])
+    data['images'] = [{'x': x, 'y': y, 'face': 'E', 'id': 9}]
+    cards = tmp_path / 'cards.json'
+    cards.write_text(json.dumps(data))
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    node = ArenaExplorerNode(context=context, parameter_overrides=[
+        Parameter('settle_s', value=0.0), Parameter('image_mode', value=True),
+        Parameter('camera_layout', value=str(cards))])
+    try:
+        cube = FakeCube(node, load_layout(cards))
+        cube.step()
+        assert node._srv_start_exploration(None, _response()).success
+        run(node, cube, lambda: node.mode != 'EXPLORING')
+        assert node.mode == 'DONE', node.text
+        assert [(i.id, i.x, i.y, i.face) for i in cube.published[-1].images] == [(9, x, y, 'E')]
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
