@@ -146,7 +146,7 @@ def system(tmp_path, child_env, ros_domain, monkeypatch):
         s.close()
 
 
-def run_swap(s: System, stagger: float = 0.3, timeout: float = 45.0) -> np.ndarray:
+def run_swap(s: System, stagger: float = 0.6, timeout: float = 45.0) -> np.ndarray:
     starts = s.truth.copy()
     goals = swap_goals(starts, MAT)
     for i, c in enumerate(s.names):

@@ -105,7 +105,7 @@ def test_eight_cubes_swap_through_the_centre_without_contact():
     names = [f'cube{i + 1}' for i in range(8)]
     ctrl = controller(names, clock)
     cubes = Unicycles(homes)
-    goals = {i: (0.3 * i, 500 - x, 500 - y) for i, (x, y, _) in enumerate(homes)}
+    goals = {i: (0.6 * i, 500 - x, 500 - y) for i, (x, y, _) in enumerate(homes)}
     out, closest = run_loop(ctrl, cubes, clock, 20.0, goals_at=goals)
     assert [c.reached for c in out] == [True] * 8
     assert closest > CONTACT

@@ -130,8 +130,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='output folder for the bag and the picture (default out/demo; out/arena with --arena)')
     parser.add_argument('--timeout', type=float, default=90.0,
                         help='give up this many seconds after the first goal (default 90)')
-    parser.add_argument('--stagger', type=float, default=0.3,
-                        help='seconds between two cubes\' goals (default 0.3; 0 = all at once)')
+    parser.add_argument('--stagger', type=float, default=0.6,
+                        help='seconds between two cubes\' goals (default 0.6; 0 = all at once)')
     parser.add_argument('--arena', metavar='LAYOUT', default=None,
                         help='instead: the arena exploration demo on this layout (toio_navigator.nodes.arena_demo)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
