@@ -148,7 +148,8 @@ def read_recording(path: str | Path) -> Recording:
                 conns.append(c)
         states, goals, results, motors = [], [], [], []
         start = reader.start_time
-        for conn, bag_ns, raw in reader.messages(connections=conns):
+        # (rosbags reads every connection when given an empty list)
+        for conn, bag_ns, raw in (reader.messages(connections=conns) if conns else ()):
             m = _TOPIC.match(conn.topic)
             cube, kind = m['cube'], m['kind']
             try:
@@ -451,7 +452,7 @@ class _Frame:
 def replay_recording(rec: Recording, settings: NavigatorSettings, params: NavigatorParams,
                      handle: CubeHandleParams, *, tolerances: dict | None = None, extra_goals=(),
                      ambiguity_s: float = 0.05, max_trials: int = 16, lookback: int = 3,
-                     max_backtracks: int = 64, resync: bool = True, keep: int = 20) -> ReplayReport:
+                     max_backtracks: int = 8, resync: bool = True, keep: int = 20) -> ReplayReport:
     """Drive a fresh SwarmController with the recorded inputs at the recorded ticks and compare its outputs.
 
     Which states arrived before a tick is not recorded: the replay first assumes every state stamped before the
@@ -470,6 +471,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     goals = _schedule_goals(list(rec.goals) + list(extra_goals), rec.ticks)
     inferred = [0]
 
+    diverged = [False]        # after the first real divergence the later ticks get no search (speed)
+
     def choices(k: int, snap: _Snapshot):
         tick = rec.ticks[k]
         pending, si = list(snap.pending), snap.si
@@ -478,8 +481,10 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             si += 1
         tick_s = (tick.stamp_ns - t0) / 1e9
         compare = all(c in snap.seen or any(s.cube == c for s in pending) for c in rec.cubes)
-        for deferred in _deferral_choices(pending, tick.stamp_ns, ambiguity_s, max_trials if compare else 1):
-            trial = copy.deepcopy(snap.ctrl)
+        trials = max_trials if compare and not diverged[0] else 1
+        motor_only = []               # (pre-step controller, deferred, age bound, diffs): age search, second pass
+        for deferred in _deferral_choices(pending, tick.stamp_ns, ambiguity_s, trials):
+            trial = _clone(snap.ctrl)
             for g in goals.get(k, ()):
                 reason = trial.set_goal(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance,
                                         msg_cube=g.msg_cube)
@@ -494,29 +499,34 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                     # it arrived before this tick: its age on arrival was at most tick - stamp (smoothed alike)
                     age_ub[s.cube] = 0.8 * age_ub.get(s.cube, 0.0) + 0.2 * (tick.stamp_ns - s.stamp_ns) / 1e9
             now[0] = tick_s
-            pre = copy.deepcopy(trial) if compare and takes_age else None
+            pre = _clone(trial) if compare and takes_age and not diverged[0] else None
             commands = trial.step(tick_s)
             sent = dict(snap.sent)
             if compare:
                 forced: list = []
                 diffs = _compare(tick, commands, rec, tol, trial.settings, sent, forced)
                 if diffs and pre is not None and all(d.topic.endswith('motor_cmd') for d in diffs):
-                    found = _infer_ages(pre, tick, tick_s, rec, tol, snap.sent, age_ub, diffs)
-                    if found is not None:
-                        trial, commands, sent, forced = found
-                        diffs = []
-                        inferred[0] += 1
-                if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
-                    for cube, (left, right, duration_ms) in forced:
-                        i = trial.index[cube]
-                        trial.last_cmd[i] = (left, right)
-                        trial.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+                    motor_only.append((pre, deferred, age_ub, diffs))
             else:
-                diffs = []
+                diffs, forced = [], []
                 _adopt_recorded_motors(trial, rec, tick, tick_s, sent)
-            after = _Snapshot(trial, [s for s in pending if s in deferred], si,
-                              snap.seen | {s.cube for s in pending if s not in deferred}, sent, age_ub)
-            yield after, deferred, diffs, compare, sum(1 for c in commands if c.motor is not None)
+            yield finish(trial, commands, sent, forced, deferred, age_ub, diffs, compare, pending, si, snap, tick_s)
+        for pre, deferred, age_ub, diffs in motor_only:
+            found = _infer_ages(pre, tick, tick_s, rec, tol, snap.sent, age_ub, diffs)
+            if found is not None:
+                inferred[0] += 1
+                trial, commands, sent, forced = found
+                yield finish(trial, commands, sent, forced, deferred, age_ub, [], True, pending, si, snap, tick_s)
+
+    def finish(trial, commands, sent, forced, deferred, age_ub, diffs, compare, pending, si, snap, tick_s):
+        if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
+            for cube, (left, right, duration_ms) in forced:
+                i = trial.index[cube]
+                trial.last_cmd[i] = (left, right)
+                trial.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+        after = _Snapshot(trial, [s for s in pending if s in deferred], si,
+                          snap.seen | {s.cube for s in pending if s not in deferred}, sent, age_ub)
+        return after, deferred, diffs, compare, sum(1 for c in commands if c.motor is not None)
 
     frames: list[_Frame] = []
     snap = _Snapshot(ctrl, [], 0, frozenset(), {}, {})
@@ -526,7 +536,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     frame = _Frame(0, snap, choices(0, snap)) if rec.ticks else None
     while frame is not None:
         found = next((c for c in frame.choices if not c[2]), None)
-        if found is None and backtracks < max_backtracks:
+        if found is None and backtracks < max_backtracks and not diverged[0]:
             # no choice explains this tick: maybe an earlier tick took a wrong one that happened to match
             j = len(frames) - 1
             while j >= max(floor, len(frames) - lookback):
@@ -542,6 +552,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             frame.choices = choices(frame.k, frame.before)
             found = next(frame.choices)
             floor = len(frames) + 1
+            diverged[0] = True
         frame.after, frame.deferred, frame.diffs, frame.compared, frame.motors = found
         frames.append(frame)
         k = frame.k + 1
@@ -562,6 +573,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             report.diverged[kind] += len({d.topic for d in fr.diffs if d.topic.endswith(kind)})
         if len(report.divergences) < keep:
             report.divergences += fr.diffs[:keep - len(report.divergences)]
+    if diverged[0]:
+        report.notes.append('after the first divergence, late states and ages were not searched: later counts '
+                            'are upper bounds')
     if warmup:
         report.notes.append(f'{warmup} leading ticks not compared: some cube had no state in the bag yet')
     if inferred[0]:
@@ -575,6 +589,12 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
     _completeness(rec, report)
     return report
+
+
+def _clone(ctrl: SwarmController) -> SwarmController:
+    """A copy of the controller's run-time state; the parameter objects (never changed by a replay) are shared."""
+    shared = (ctrl.params, ctrl.handle, ctrl.settings, ctrl.walls)
+    return copy.deepcopy(ctrl, memo={id(o): o for o in shared})
 
 
 def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording, tol: dict, sent0: dict,
@@ -591,7 +611,7 @@ def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording,
         ub = max(age_ub.get(c, 0.0), base)
         grid = sorted((j * grid_s for j in range(int(ub / grid_s) + 1)), key=lambda a: abs(a - base))[:limit]
         for a in grid + [ub]:
-            trial = copy.deepcopy(pre)
+            trial = _clone(pre)
             trial.age[i] = a
             commands = trial.step(tick_s)
             sent, forced = dict(sent0), []
@@ -601,7 +621,7 @@ def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording,
                 break
         else:
             return None
-    trial = copy.deepcopy(pre)
+    trial = _clone(pre)
     for c, a in chosen.items():
         trial.age[trial.index[c]] = a
     commands = trial.step(tick_s)

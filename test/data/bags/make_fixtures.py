@@ -69,23 +69,25 @@ def record_fixture(name: str) -> None:
     from toio_navigator.msg import CubeState, NavGoal, NavResult
     rclpy.init()
     node = Node('fixture_goals')
-    states, reached = {}, set()
+    states, reached, ticking = {}, set(), set()
     pubs = {c: node.create_publisher(NavGoal, f'{c}/goal', 10) for c in names}
     from rclpy.qos import qos_profile_sensor_data
     for c in names:
         node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: states.__setitem__(c, m),
                                  qos_profile_sensor_data)
         node.create_subscription(NavResult, f'{c}/nav_result',
-                                 lambda m, c=c: reached.add(c) if m.reached and m.goal_id else None, 10)
+                                 lambda m, c=c: (ticking.add(c), reached.add(c) if m.reached and m.goal_id else None),
+                                 10)
     try:
-        deadline = time.monotonic() + 60
-        while not (len(states) == len(names) and all(s.on_mat and s.link_state == 2 for s in states.values())):
+        deadline = time.monotonic() + 180     # a loaded machine takes long to start five Python nodes
+        while not (len(states) == len(names) and all(s.on_mat and s.link_state == 2 for s in states.values())
+                   and len(ticking) == len(names)):
             rclpy.spin_once(node, timeout_sec=0.1)
             if time.monotonic() > deadline:
                 raise SystemExit('the simulated cubes never connected')
         recorder = subprocess.Popen(cli + ['record', *topics, '/mat_sim/ground_truth', '-o', str(out),
                                            '-s', storage], env=env, start_new_session=True)
-        deadline = time.monotonic() + 30      # the recorder subscribes to the goals too: wait until it has
+        deadline = time.monotonic() + 90      # the recorder subscribes to the goals too: wait until it has
         while min(node.count_subscribers(f'{c}/goal') for c in names) < 2:
             rclpy.spin_once(node, timeout_sec=0.05)
             if time.monotonic() > deadline:

@@ -1,0 +1,294 @@
+"""Bags: record format, offline replay through the navigator, the pytest helper, the replay CLI.
+
+Two kinds of bags: the fixtures in test/data/bags (recorded from the simulator over DDS by make_fixtures.py; if
+the navigator's behaviour changes on purpose, re-record them) and synthetic bags written here by a closed loop of
+the current SwarmController and a kinematic model, so the replay mechanics are tested whatever the navigator does.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toio_navigator.bags import replay_cli
+from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
+from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, ReplayError, read_recording, replay_bag
+from toio_navigator.bags.testing import assert_replays, bags_in
+from toio_navigator.nodes.navigator import NavigatorSettings, SwarmController
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / 'test' / 'data' / 'bags'
+OURS = ('CubeState', 'NavGoal', 'NavResult', 'MotorCommand')
+
+
+# ------------------------------------------------------------------------------------------------ synthetic bags
+
+def _time(store, ns: int):
+    return store.types['builtin_interfaces/msg/Time'](sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+def _header(store, ns: int):
+    return store.types['std_msgs/msg/Header'](stamp=_time(store, ns), frame_id='mat')
+
+
+def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, goal_tick: int = 3) -> Path:
+    """Two cubes swapping places: the current controller decides, a kinematic model moves the cubes, and every
+    state, goal, result and command goes into a bag exactly as the node would publish them (states stamped 7 ms
+    before the tick, received 1 ms after their stamp; goals published 20 ms before the tick that shows them)."""
+    store = typestore()
+    t = 'toio_navigator/msg/'
+    CubeState, NavGoal, NavResult, MotorCommand = (store.types[t + n] for n in OURS)
+    cubes = ('cube1', 'cube2')
+    now = [0.0]
+    ctrl = SwarmController(NavigatorSettings(cubes=cubes), clock=lambda: now[0])
+    pose = np.array([[120.0, 250.0, 0.0], [380.0, 252.0, math.pi]])
+    goals = {'cube1': (380.0, 250.0), 'cube2': (120.0, 250.0)}
+    base = 1_700_000_000_000_000_000
+    dt_ns = 50_000_000
+    hp = ctrl.handle
+    wheels = np.zeros((2, 2))
+    with BagWriter(path, storage, store) as bag:
+        # what `toio-nav record` stores: the navigator's parameters (here: the defaults for these cubes)
+        bag._writer.set_custom_data(PARAMETERS_KEY, json.dumps({'cubes': list(cubes)}))
+        for k in range(ticks):
+            tick_ns = base + k * dt_ns
+            for i, c in enumerate(cubes):      # the driver reports the pose the cube had 7 ms before the tick
+                stamp = tick_ns - 7_000_000
+                msg = CubeState(header=_header(store, stamp), cube=c, x=float(pose[i, 0]), y=float(pose[i, 1]),
+                                theta=float(pose[i, 2]), on_mat=True, standard_id=0, battery=90, button=False,
+                                flat=True, collision=False, double_tap=False, posture=1, shake=0, speed_left=0.0,
+                                speed_right=0.0, link_state=2, firmware_version='2.4.0')
+                bag.write_message(f'/{c}/state', t + 'CubeState', stamp + 1_000_000, msg)
+                now[0] = (stamp - base) / 1e9
+                ctrl.update_state(c, float(pose[i, 0]), float(pose[i, 1]), float(pose[i, 2]), True, 2,
+                                  **({'age': 0.001} if 'age' in ctrl.update_state.__code__.co_varnames else {}))
+            if k == goal_tick:
+                for i, c in enumerate(cubes):
+                    g = NavGoal(goal_id=7 + i, cube=c, x=goals[c][0], y=goals[c][1], direction=0, max_speed=0.0,
+                                tolerance=0.0)
+                    bag.write_message(f'/{c}/goal', t + 'NavGoal', tick_ns - 20_000_000, g)
+                    ctrl.set_goal(c, 7 + i, goals[c][0], goals[c][1], 0, 0.0, 0.0, msg_cube=c)
+            tick_s = (tick_ns - base) / 1e9
+            now[0] = tick_s
+            for i, cmd in enumerate(ctrl.step(tick_s)):
+                if cmd.motor is not None:
+                    bag.write_message(f'/{cmd.cube}/motor_cmd', t + 'MotorCommand', tick_ns + 1_000_000,
+                                      MotorCommand(left=cmd.motor[0], right=cmd.motor[1], duration_ms=cmd.motor[2]))
+                    wheels[i] = cmd.motor[:2]
+                r = NavResult(header=_header(store, tick_ns), cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active,
+                              waypoint_x=cmd.waypoint[0], waypoint_y=cmd.waypoint[1], speed_limit=cmd.speed_limit,
+                              speed_ratio=cmd.speed_ratio, collision=cmd.collision, reached=cmd.reached,
+                              mode='AVOID', planner='hlavoid')
+                bag.write_message(f'/{cmd.cube}/nav_result', t + 'NavResult', tick_ns + 1_500_000, r)
+            v = 0.5 * (wheels[:, 0] + wheels[:, 1]) * hp.k          # drive 50 ms with the new commands
+            w = (wheels[:, 0] - wheels[:, 1]) * hp.k / hp.wheel_track
+            pose[:, 2] += w * 0.05
+            pose[:, 0] += v * np.cos(pose[:, 2]) * 0.05
+            pose[:, 1] += v * np.sin(pose[:, 2]) * 0.05
+            pose[:, 2] = (pose[:, 2] + math.pi) % (2 * math.pi) - math.pi
+    return path
+
+
+@pytest.fixture(scope='module')
+def loop_bag(tmp_path_factory) -> Path:
+    return write_closed_loop_bag(tmp_path_factory.mktemp('bags') / 'loop')
+
+
+def _edit_nav_result(src: Path, dst: Path, tick_index: int, cube: str, field: str, value) -> None:
+    """Copy a bag, changing one field of one recorded NavResult (the tick_index-th of that cube)."""
+    from rosbags.highlevel import AnyReader
+
+    store = typestore()
+    with AnyReader([src]) as reader, BagWriter(dst, 'mcap', store) as out:
+        out._writer.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
+        seen = 0
+        for conn, ns, raw in reader.messages():
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == f'/{cube}/nav_result':
+                if seen == tick_index:
+                    setattr(msg, field, value)
+                seen += 1
+            out.write_message(conn.topic, conn.msgtype, ns, msg)
+
+
+# ------------------------------------------------------------------------------------------------ replay
+
+def test_a_closed_loop_bag_replays_with_zero_divergence(loop_bag):
+    report = assert_replays(loop_bag)
+    assert report.ticks >= 49 and report.compared['motor_cmd'] > 40
+    assert report.compared['nav_result'] == 2 * report.ticks
+
+
+def test_one_changed_recorded_value_is_named_as_the_first_divergence(loop_bag, tmp_path):
+    rec = read_recording(loop_bag)
+    tick = rec.ticks[20]
+    recorded = tick.results['cube2']['waypoint_y']
+    edited = tmp_path / 'edited'
+    _edit_nav_result(loop_bag, edited, 20, 'cube2', 'waypoint_y', recorded + 3.0)
+    report = replay_bag(edited)
+    first = report.first
+    assert first is not None
+    assert (first.topic, first.field, first.stamp_ns) == ('/cube2/nav_result', 'waypoint_y', tick.stamp_ns)
+    assert first.recorded == pytest.approx(recorded + 3.0) and first.replayed == pytest.approx(recorded)
+    assert report.diverged['nav_result'] == 1          # only that message: the replay resyncs and goes on
+
+
+@pytest.mark.parametrize('override', [{'avoid.margin': 30.0}, {'max_speed': 60.0}, {'rotate_time_ms': 300.0}])
+def test_changing_one_navigator_parameter_fails_the_replay_naming_the_message(loop_bag, override):
+    with pytest.raises(AssertionError) as err:
+        assert_replays(loop_bag, overrides=override)
+    text = str(err.value)
+    assert 'first divergence at t=' in text
+    assert '/cube1/' in text or '/cube2/' in text
+    assert 'recorded' in text and 'replayed' in text
+
+
+def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
+    rec = read_recording(loop_bag)
+    edited = tmp_path / 'edited'
+    _edit_nav_result(loop_bag, edited, 25, 'cube1', 'speed_limit', rec.ticks[25].results['cube1']['speed_limit']
+                     + 0.01)
+    assert replay_bag(edited).first.field == 'speed_limit'
+    assert replay_bag(edited, tolerances={'speed_limit': 0.05}).ok
+    assert not replay_bag(edited, tolerances={'speed_limit': 0.005}).ok
+
+
+def test_goals_sent_through_the_service_are_missing_and_said_so(loop_bag, tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    no_goals = tmp_path / 'no_goals'
+    store = typestore()
+    with AnyReader([loop_bag]) as reader, BagWriter(no_goals, 'mcap', store) as out:
+        out._writer.set_custom_data(PARAMETERS_KEY, bag_custom_data(loop_bag)[PARAMETERS_KEY])
+        for conn, ns, raw in reader.messages():
+            if not conn.topic.endswith('/goal'):
+                out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+    report = replay_bag(no_goals)
+    assert not report.ok
+    assert any('not in the bag' in n for n in report.notes)
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+
+@pytest.mark.parametrize('bag', bags_in(FIXTURES), ids=lambda p: p.name)
+def test_simulator_fixture_bags_replay_through_the_current_navigator(bag):
+    """If this fails after an intended navigator change, re-record: test/data/bags/make_fixtures.py."""
+    report = assert_replays(bag)
+    assert report.ticks > 50
+
+
+def test_fixture_bags_are_small_and_both_storages_are_present():
+    bags = bags_in(FIXTURES)
+    storages = set()
+    for bag in bags:
+        size = sum(f.stat().st_size for f in bag.iterdir())
+        assert size < 1_000_000, f'{bag.name} is {size} bytes'
+        storages |= {f.suffix for f in bag.iterdir()}
+    assert {'.mcap', '.db3'} <= storages
+
+
+def _rihs01_of_generated(name: str) -> str:
+    generated = Path(our_msg_dir()).parent / 'msg' / f'{name}.json'
+    if not generated.is_file():
+        import sys
+        generated = Path(sys.prefix) / 'share' / 'toio_navigator' / 'msg' / f'{name}.json'
+    if not generated.is_file():
+        pytest.skip('rosidl-generated type descriptions are not installed')
+    hashes = json.loads(generated.read_text())['type_hashes']
+    return next(h['hash_string'] for h in hashes if h['type_name'] == f'toio_navigator/msg/{name}')
+
+
+def test_mcap_bags_open_with_the_mcap_reader_and_embed_our_generated_definitions():
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    from rosbags.highlevel import AnyReader
+
+    bag = next(b for b in bags_in(FIXTURES) if any(f.suffix == '.mcap' for f in b.iterdir()))
+    store = typestore()
+    mcap_file = next(bag.glob('*.mcap'))
+    with open(mcap_file, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        assert reader.get_header().profile == 'ros2'
+        schemas = {s.name: s for s in reader.get_summary().schemas.values()}
+        for name in OURS:
+            s = schemas[f'toio_navigator/msg/{name}']
+            assert s.encoding == 'ros2msg'
+            assert s.data.decode() == store.generate_msgdef(f'toio_navigator/msg/{name}', ros_version=2)[0]
+        decoded = [(ch.topic, m) for _s, ch, _raw, m in reader.iter_decoded_messages(topics=['/cube1/state'])]
+    with AnyReader([bag]) as r:
+        conn = next(c for c in r.connections if c.topic == '/cube1/state')
+        ours = [r.deserialize(raw, conn.msgtype) for _c, _t, raw in r.messages(connections=[conn])]
+    assert len(decoded) == len(ours) > 10
+    assert all(a.x == b.x and a.y == b.y and a.theta == b.theta and a.cube == b.cube
+               for (_t, a), b in zip(decoded, ours))
+    meta = (bag / 'metadata.yaml').read_text()
+    for name in OURS:      # the hash rosbag2 checks equals the one rosidl generated for our .msg
+        assert _rihs01_of_generated(name) in meta
+
+
+def test_sqlite3_bags_open_with_rosbags_and_carry_their_definitions():
+    from rosbags.highlevel import AnyReader
+
+    bag = next(b for b in bags_in(FIXTURES) if any(f.suffix == '.db3' for f in b.iterdir()))
+    db = sqlite3.connect(next(bag.glob('*.db3')))
+    defs = dict(db.execute('select topic_type, encoded_message_definition from message_definitions'))
+    db.close()
+    store = typestore()
+    for name in ('CubeState', 'NavResult', 'MotorCommand'):
+        assert defs[f'toio_navigator/msg/{name}'] == \
+            store.generate_msgdef(f'toio_navigator/msg/{name}', ros_version=2)[0]
+        assert _rihs01_of_generated(name) in (bag / 'metadata.yaml').read_text()
+    with AnyReader([bag]) as r:
+        n = sum(1 for _ in r.messages())
+    assert n > 100
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+
+def _cli(args, capsys):
+    import argparse
+    parser = argparse.ArgumentParser()
+    replay_cli.add_arguments(parser)
+    code = replay_cli.run(parser.parse_args([str(a) for a in args]))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_exit_codes_and_messages(loop_bag, tmp_path, capsys):
+    code, out, _ = _cli([loop_bag], capsys)
+    assert code == 0 and 'zero divergence' in out
+    code, out, _ = _cli([loop_bag, '--set', 'avoid.margin=30'], capsys)
+    assert code == 1 and 'first divergence at t=' in out
+    code, _, err = _cli([tmp_path / 'nope'], capsys)
+    assert code == 2 and 'no such bag' in err
+    (tmp_path / 'empty').mkdir()
+    code, _, err = _cli([tmp_path / 'empty'], capsys)
+    assert code == 2 and 'not a readable rosbag2 bag' in err
+    code, _, err = _cli([loop_bag, '--set', 'avoid.marign=30'], capsys)
+    assert code == 2 and 'avoid.marign' in err and 'not a navigator parameter' in err
+    code, _, err = _cli([loop_bag, '--set', 'max_speed=500'], capsys)
+    assert code == 2 and 'max_speed' in err
+
+
+def test_a_bag_without_navigator_outputs_is_refused_by_name(tmp_path):
+    store = typestore()
+    with BagWriter(tmp_path / 'twist', 'mcap', store) as bag:
+        t = store.types['geometry_msgs/msg/Twist']
+        v = store.types['geometry_msgs/msg/Vector3']
+        bag.write_message('/cube1/cmd_vel', 'geometry_msgs/msg/Twist', 1,
+                          t(linear=v(x=0.1, y=0.0, z=0.0), angular=v(x=0.0, y=0.0, z=0.0)))
+    with pytest.raises(ReplayError, match='no /<cube>/nav_result'):
+        read_recording(tmp_path / 'twist')
+
+
+def test_bags_in_lists_bag_directories_and_mcap_files(tmp_path):
+    (tmp_path / 'not_a_bag').mkdir()
+    (tmp_path / 'run.mcap').write_bytes(b'')
+    write_closed_loop_bag(tmp_path / 'loop', ticks=2)
+    assert [p.name for p in bags_in(tmp_path)] == ['loop', 'run.mcap']
+    with pytest.raises(FileNotFoundError):
+        bags_in(tmp_path / 'missing')
