@@ -2,6 +2,7 @@
 """Regenerate docs/planners.md and docs/planner_cost.png: every planner x every scenario of scenarios.yaml.
 
     python tools/bench/planner_table.py                 # the default table (a few minutes on one core)
+    python tools/bench/planner_table.py --full-best     # plus the best planner on the whole circle sweep
     python tools/bench/planner_table.py --no-cap        # every run to its end, the big circles too (slow)
 
 Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--cap-steps', type=int, default=100, help='steps of a capped (cost only) run')
     parser.add_argument('--cap-category', default='circle', help='only scenarios of this category are capped')
     parser.add_argument('--no-cap', action='store_true', help='run every scenario to its end')
+    parser.add_argument('--full-best', action='store_true',
+                        help=f'also run {BEST_PLANNER} to the end on the capped scenarios (adds ~4 min)')
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
     args = parser.parse_args(argv)
@@ -64,9 +67,17 @@ def main(argv: list[str] | None = None) -> int:
             bar.clear()
             rows.append(dict(run.metrics, category=scenario.category, capped=capped, seed=run.seed,
                              steps=int(run.trajectory.shape[0] - 1)))
+    full_best = []
+    if args.full_best and not args.no_cap and BEST_PLANNER in planners:
+        for scenario in scenarios:
+            if scenario.n_agents >= args.cap_from and scenario.category == args.cap_category:
+                label = f'[full] {BEST_PLANNER} {scenario.name}'
+                run = run_scenario(scenario, make_planner(BEST_PLANNER), progress=lambda k, n: bar.show(label, k, n))
+                bar.clear()
+                full_best.append(dict(run.metrics, capped=False))
     elapsed = time.monotonic() - started
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, missing, args, elapsed), encoding='utf-8')
+    args.doc.write_text(render(results, missing, args, elapsed, full_best), encoding='utf-8')
     plot_cost(results, args.plot)
     print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
     return 0
@@ -84,7 +95,7 @@ def success_cell(r):
     return 'yes (contacts)' if r['success'] else f"no ({r['fraction_arrived']:.0%} arrived)"
 
 
-def render(results, missing, args, elapsed) -> str:
+def render(results, missing, args, elapsed, full_best=()) -> str:
     m = machine()
     lines = [
         '# Local planners: results',
@@ -93,7 +104,7 @@ def render(results, missing, args, elapsed) -> str:
         '',
         'Regenerate with one command (a few minutes on one core):',
         '',
-        '    python tools/bench/planner_table.py',
+        '    python tools/bench/planner_table.py' + (' --full-best' if full_best else ''),
         '',
         'Every planner runs every scenario of `toio_navigator/data/scenarios.yaml` under the protocol of',
         'shared/benchmarks/METRICS.md: holonomic model, dt = 0.05 s, r = 16.5 u, v_max = 165 u/s, goal tolerance',
@@ -116,6 +127,15 @@ def render(results, missing, args, elapsed) -> str:
                   '; '.join(f'`{k}` ({v})' for k, v in missing.items()), '']
     lines += summary_table(results)
     lines += cost_table(results)
+    if full_best:
+        lines += [f'## `{BEST_PLANNER}` on the whole circle sweep, every run to its end (`--full-best`)', '',
+                  '| scenario | N | success | collisions | min clearance | makespan s | path ratio | '
+                  'µs per agent-step |', '|---|---:|---|---:|---:|---:|---:|---:|']
+        for r in full_best:
+            lines.append(f"| {r['name']} | {r['n_agents']} | {success_cell(r)} | {r['collisions']} | "
+                         f"{cell(r['min_clearance'], '.2f')} | {cell(r['makespan'], '.2f')} | "
+                         f"{cell(r['path_length_ratio_mean'], '.3f')} | {cell(r['us_per_agent_step'], '.1f')} |")
+        lines.append('')
     for planner, rows in results.items():
         lines += [f'## `{planner}`{" (best planner)" if planner == BEST_PLANNER else ""}', '',
                   '| scenario | N | success | collisions (agents / obstacles) | min clearance | makespan s | '
