@@ -121,12 +121,20 @@ def test_lp_matches_brute_force_on_random_feasible_programs():
 
 
 def test_safety_stop_never_lets_a_contact_deepen():
-    planner = OrcaKeepRightPlanner(time_horizon=0.05)               # a horizon too short to see it coming
-    planner.reset(2)
-    state = swarm([[0.0, 0.0], [34.0, 0.0]], [[300.0, 0.0], [-300.0, 0.0]], vel=[[165.0, 0.0], [-165.0, 0.0]])
-    out = planner.step(state, 0.05)
-    after = state.pos + out.velocity * 0.05
-    assert np.linalg.norm(after[1] - after[0]) >= 33.0
+    # a convoy A -> B -> C: B would run into the parked C, so B stops; then A would run into B, so A stops too.
+    # A pair that separates keeps moving even though it overlaps.
+    from toio_navigator.navigation.planners.common import k_nearest
+    planner = OrcaKeepRightPlanner()
+    planner.reset(5)
+    state = swarm([[0, 0], [40, 0], [80, 0], [300, 0], [320, 0]], [[500, 0]] * 5)
+    wanted = np.array([[165.0, 0.0], [165.0, 0.0], [0.0, 0.0], [-100.0, 0.0], [100.0, 0.0]])
+    nbr, _ = k_nearest(state.pos, 4, 400.0)
+    safe = planner._safety_stop(state, wanted, nbr, 0.05)
+    assert np.array_equal(safe[:3], np.zeros((3, 2)))
+    assert np.array_equal(safe[3:], wanted[3:])
+    after = state.pos + safe * 0.05
+    gaps = [np.linalg.norm(after[i] - after[j]) for i, j in [(0, 1), (1, 2)]]
+    assert min(gaps) >= 40.0 - 1e-9
 
 
 def result(planner, name, max_steps=None):
