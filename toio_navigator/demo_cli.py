@@ -324,6 +324,8 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out):
         print('  ' + line)
     topics = sum(1 for c in writer.counts.values() if c)
+    for name, why in sorted(recorder.skipped.items()):
+        print(f'  not recorded:      {name} ({why})')
     print(f'  recorded {sum(writer.counts.values())} messages on {topics} topics; total run '
           f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
     return 0 if ok else 1
