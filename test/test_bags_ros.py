@@ -3,7 +3,6 @@ records replays offline through the core. Needs rclpy and the built messages."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

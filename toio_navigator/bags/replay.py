@@ -39,6 +39,7 @@ NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 's
 MOTOR_FIELDS = ('left', 'right', 'duration_ms')
 FLOAT_FIELDS = ('waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
 AGE_SHIFT = 0.0
+UNSEEN = -1e4                        # SwarmController's position (and waypoint) of a cube it has no state of
 DEFAULT_FLOAT_TOLERANCE = 1e-6       # same code, same float64 inputs: only rounding noise is forgiven
 NODE_ONLY_PARAMETERS = ('markers_every', 'tick_on_fresh_states', 'use_sim_time', 'start_type_description_service')
 
@@ -471,6 +472,10 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     goals = _schedule_goals(list(rec.goals) + list(extra_goals), rec.ticks)
     inferred = [0]
 
+    # the navigator may have missed the first states the recorder got (discovery at start-up): compare only from
+    # the first tick whose NavResults show every cube seen (an unseen cube's waypoint is the far-away placeholder)
+    first_seen_by_navigator = next((k for k, t in enumerate(rec.ticks) if len(t.results) == len(rec.cubes) and all(
+        r['waypoint_x'] != UNSEEN for r in t.results.values())), 0)
     diverged = [False]        # after the first real divergence the later ticks get no search (speed)
 
     def choices(k: int, snap: _Snapshot):
@@ -480,7 +485,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             pending.append(rec.states[si])
             si += 1
         tick_s = (tick.stamp_ns - t0) / 1e9
-        compare = all(c in snap.seen or any(s.cube == c for s in pending) for c in rec.cubes)
+        compare = k >= first_seen_by_navigator and \
+            all(c in snap.seen or any(s.cube == c for s in pending) for c in rec.cubes)
         trials = max_trials if compare and not diverged[0] else 1
         motor_only = []               # (pre-step controller, deferred, age bound, diffs): age search, second pass
         for deferred in _deferral_choices(pending, tick.stamp_ns, ambiguity_s, trials):
@@ -632,25 +638,33 @@ def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording,
 
 
 def _deferral_choices(pending: list[StateIn], tick_ns: int, window_s: float, limit: int):
-    """Sets of pending states to treat as arriving after the tick, fewest first: per cube, its last 0, 1, ...
-    states stamped within ``window_s`` of the tick (one publisher's messages arrive in order)."""
+    """Sets of pending states to treat as arriving after the tick: per cube, its last 0, 1, ... states stamped
+    within ``window_s`` (one publisher's messages arrive in order), fewest and latest first; then, since a busy
+    navigator receives a whole burst late, every state stamped after a cut (cuts ever earlier in the window)."""
     yield frozenset()
     if limit <= 1:
         return
-    late: dict[str, list[StateIn]] = {}
-    for s in pending:
-        if tick_ns - s.stamp_ns <= window_s * 1e9:
-            late.setdefault(s.cube, []).append(s)
-    options = [[frozenset(v[len(v) - n:]) for n in range(len(v) + 1)] for v in late.values()]
+    late = [s for s in pending if tick_ns - s.stamp_ns <= window_s * 1e9]
+    tried = {frozenset()}
+    by_cube: dict[str, list[StateIn]] = {}
+    for s in late:
+        by_cube.setdefault(s.cube, []).append(s)
+
+    def likelihood(c):
+        return len(c), sum(tick_ns - s.stamp_ns for s in c)
+
     combos = [frozenset()]
-    for opts in options:
-        combos = [c | o for c in combos for o in opts]
-        if len(combos) > 4 * limit:
-            break
-    # fewest late states first, then the ones stamped closest to the tick (the likeliest to be still in flight)
-    combos.sort(key=lambda c: (len(c), sum(tick_ns - s.stamp_ns for s in c)))
-    for c in combos[1:limit]:
+    for v in by_cube.values():
+        opts = [frozenset(v[len(v) - n:]) for n in range(len(v) + 1)]
+        combos = sorted((c | o for c in combos for o in opts), key=likelihood)[:4 * limit]
+    for c in [c for c in combos if c not in tried][:limit - 1]:
+        tried.add(c)
         yield c
+    for cut in sorted({s.stamp_ns for s in late}, reverse=True):
+        c = frozenset(s for s in late if s.stamp_ns >= cut)
+        if c not in tried:
+            tried.add(c)
+            yield c
 
 
 def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, tick: Tick, tick_s: float, sent: dict) -> None:
