@@ -292,3 +292,23 @@ def test_bags_in_lists_bag_directories_and_mcap_files(tmp_path):
     assert [p.name for p in bags_in(tmp_path)] == ['loop', 'run.mcap']
     with pytest.raises(FileNotFoundError):
         bags_in(tmp_path / 'missing')
+
+
+def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
+    import argparse
+
+    from toio_navigator.bags import record_cli
+
+    def record(args):
+        parser = argparse.ArgumentParser()
+        record_cli.add_arguments(parser)
+        return record_cli.run(parser.parse_args([str(a) for a in args]))
+
+    assert record(['-o', tmp_path / 'x', '--duration', '0']) == 2
+    assert '--duration must be > 0' in capsys.readouterr().err
+    (tmp_path / 'taken').mkdir()
+    assert record(['-o', tmp_path / 'taken']) == 2
+    assert 'already exists' in capsys.readouterr().err
+    (tmp_path / 'file.txt').write_text('not a folder')
+    assert record(['-o', tmp_path / 'file.txt' / 'bag']) == 2
+    assert 'file.txt' in capsys.readouterr().err
