@@ -452,7 +452,7 @@ class _Frame:
 
 def replay_recording(rec: Recording, settings: NavigatorSettings, params: NavigatorParams,
                      handle: CubeHandleParams, *, tolerances: dict | None = None, extra_goals=(),
-                     ambiguity_s: float = 0.05, max_trials: int = 16, lookback: int = 3,
+                     ambiguity_s: float = 0.05, max_trials: int = 64, lookback: int = 3,
                      max_backtracks: int = 8, resync: bool = True, keep: int = 20) -> ReplayReport:
     """Drive a fresh SwarmController with the recorded inputs at the recorded ticks and compare its outputs.
 
