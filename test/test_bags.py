@@ -35,7 +35,8 @@ def _header(store, ns: int):
     return store.types['std_msgs/msg/Header'](stamp=_time(store, ns), frame_id='mat')
 
 
-def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, goal_tick: int = 3) -> Path:
+def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, goal_tick: int = 3,
+                          starts=((120.0, 250.0, 0.0), (380.0, 252.0, math.pi)), goals=None, with_goals=True) -> Path:
     """Two cubes swapping places: the current controller decides, a kinematic model moves the cubes, and every
     state, goal, result and command goes into a bag exactly as the node would publish them (states stamped 7 ms
     before the tick, received 1 ms after their stamp; goals published 20 ms before the tick that shows them)."""
@@ -45,8 +46,8 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
     cubes = ('cube1', 'cube2')
     now = [0.0]
     ctrl = SwarmController(NavigatorSettings(cubes=cubes), clock=lambda: now[0])
-    pose = np.array([[120.0, 250.0, 0.0], [380.0, 252.0, math.pi]])
-    goals = {'cube1': (380.0, 250.0), 'cube2': (120.0, 250.0)}
+    pose = np.array(starts, dtype=float)
+    goals = dict(zip(cubes, goals or ((380.0, 250.0), (120.0, 250.0))))
     base = 1_700_000_000_000_000_000
     dt_ns = 50_000_000
     hp = ctrl.handle
@@ -70,7 +71,8 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
                 for i, c in enumerate(cubes):
                     g = NavGoal(goal_id=7 + i, cube=c, x=goals[c][0], y=goals[c][1], direction=0, max_speed=0.0,
                                 tolerance=0.0)
-                    bag.write_message(f'/{c}/goal', t + 'NavGoal', tick_ns - 20_000_000, g)
+                    if with_goals:
+                        bag.write_message(f'/{c}/goal', t + 'NavGoal', tick_ns - 20_000_000, g)
                     ctrl.set_goal(c, 7 + i, goals[c][0], goals[c][1], 0, 0.0, 0.0, msg_cube=c)
             tick_s = (tick_ns - base) / 1e9
             now[0] = tick_s
@@ -170,6 +172,14 @@ def test_goals_sent_through_the_service_are_missing_and_said_so(loop_bag, tmp_pa
     report = replay_bag(no_goals)
     assert not report.ok
     assert any('not in the bag' in n for n in report.notes)
+
+
+def test_demo_goals_sent_through_the_service_are_rebuilt_from_the_start_positions(tmp_path):
+    # `toio-nav demo` mirrors every start through the mat centre and sends it through navigator/set_goal
+    bag = write_closed_loop_bag(tmp_path / 'demo', starts=((120.0, 250.0, 0.0), (380.0, 300.0, math.pi)),
+                                goals=((380.0, 250.0), (120.0, 200.0)), with_goals=False)
+    assert not replay_bag(bag).ok
+    assert_replays(bag, demo_goals=True)
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
