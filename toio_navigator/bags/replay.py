@@ -92,6 +92,7 @@ class Recording:
     ticks: list[Tick]
     motors: dict[str, list[tuple[int, int, int]]]     # per cube, in the order the navigator sent them
     start_ns: int
+    end_ns: int
     parameters: dict | None                 # the navigator's parameters stored by `toio-nav record`, if any
     notes: list[str] = field(default_factory=list)
 
@@ -148,7 +149,7 @@ def read_recording(path: str | Path) -> Recording:
             if m and c.msgtype.endswith('/' + _TYPES[m['kind']]):
                 conns.append(c)
         states, goals, results, motors = [], [], [], []
-        start = reader.start_time
+        start, end = reader.start_time, reader.end_time
         # (rosbags reads every connection when given an empty list)
         for conn, bag_ns, raw in (reader.messages(connections=conns) if conns else ()):
             m = _TOPIC.match(conn.topic)
@@ -184,7 +185,7 @@ def read_recording(path: str | Path) -> Recording:
     cubes = sorted({r[2] for r in results}, key=_natural)
     if parameters and isinstance(parameters.get('cubes'), list):
         cubes = [str(c) for c in parameters['cubes']]
-    rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], {}, start, parameters)
+    rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], {}, start, end, parameters)
     rec.ticks = _ticks(results, rec.notes)
     rec.motors = _motor_sequences(motors, rec.ticks, rec.notes)
     return rec
@@ -706,13 +707,23 @@ def _completeness(rec: Recording, report: ReplayReport) -> None:
     if partial:
         report.notes.append(f'{partial} of {len(rec.ticks)} ticks lack some cube\'s NavResult (messages lost '
                             'while recording?)')
+    behind = (rec.end_ns - rec.ticks[-1].stamp_ns) / 1e9 if rec.ticks else 0.0
+    if behind > 1.0:
+        report.notes.append(f'the last recorded NavResult is stamped {behind:.1f} s before the bag ends: the '
+                            'recorder fell behind and the rest never reached the bag (record in a process of its '
+                            'own: toio-nav record)')
     if len(rec.ticks) > 2:
         gaps = np.diff([t.stamp_ns for t in rec.ticks]) / 1e9
         rate = 20.0
         if rec.parameters and isinstance(rec.parameters.get('rate_hz'), (int, float)):
             rate = float(rec.parameters['rate_hz'])
         big = int(np.count_nonzero(gaps > 2.5 / rate))
-        if big:
+        if np.median(gaps) > 1.5 / rate:
+            report.notes.append(f'the recorded ticks are {np.median(gaps) * 1000:.0f} ms apart (median) while the '
+                                f'navigator ticks every {1000 / rate:.0f} ms: about '
+                                f'{100 * (1 - 1 / (np.median(gaps) * rate)):.0f}% of the ticks were lost while '
+                                'recording, so the replay cannot follow the navigator')
+        elif big:
             report.notes.append(f'{big} gaps between recorded ticks longer than {2.5 / rate:.3f} s (largest '
                                 f'{gaps.max():.3f} s): ticks were lost while recording, or the navigator stalled')
 
