@@ -230,7 +230,8 @@ def cost_table(results) -> list[str]:
     lines = ['## Cost versus N (circle_swap_N)', '',
              'µs per agent-step (planner wall time per step / N) and, in brackets, the ratio to the B0 reference',
              'kernel of METRICS.md §7 in the same run. The cost per step grows about linearly with N when the',
-             'first number stays flat; see docs/planner_cost.png.', '',
+             'first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
+             'shrugs off steps slowed down by other processes on a shared machine.', '',
              '| N | ' + ' | '.join(f'`{p}`' for p in planners) + ' |', '|---:' + '|---:' * len(planners) + '|']
     for n in sizes:
         cells = []
@@ -250,8 +251,9 @@ def plot_cost(results, path: Path) -> None:
     for planner, rows in results.items():
         circ = circle_rows(rows)
         n = np.array([r['n_agents'] for r in circ])
-        ms = np.array([r['ms_per_step_mean'] for r in circ])
-        us = np.array([r['us_per_agent_step'] for r in circ])
+        # medians: the machine is shared, and a few steps slowed down by other processes move the mean
+        ms = np.array([r['ms_per_step_median'] for r in circ])
+        us = 1000.0 * ms / n
         ax_step.loglog(n, ms, 'o-', label=planner)
         ax_agent.semilogx(n, us, 'o-', label=planner)
     any_rows = next(iter(results.values()), [])
@@ -260,13 +262,13 @@ def plot_cost(results, path: Path) -> None:
         n = np.array([r['n_agents'] for r in circ], float)
         b0 = np.array([r['b0_ms_per_step'] for r in circ])
         ax_step.loglog(n, b0, 'k:', label='B0 kernel (N², for scale)')
-        ref = n / n[0] * min(r['ms_per_step_mean'] for rows in results.values() for r in circle_rows(rows)[:1])
+        ref = n / n[0] * min(r['ms_per_step_median'] for rows in results.values() for r in circle_rows(rows)[:1])
         ax_step.loglog(n, ref, 'k--', lw=0.8, label='∝ N')
     ax_step.set_xlabel('agents N')
-    ax_step.set_ylabel('planner ms per step')
+    ax_step.set_ylabel('planner ms per step (median)')
     ax_step.set_title('cost per step (circle_swap_N)')
     ax_agent.set_xlabel('agents N')
-    ax_agent.set_ylabel('µs per agent-step')
+    ax_agent.set_ylabel('µs per agent-step (median step / N)')
     ax_agent.set_yscale('log')
     ax_agent.set_title('cost per agent-step')
     for ax in (ax_step, ax_agent):
