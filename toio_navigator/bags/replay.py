@@ -584,7 +584,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         report.notes.append('after the first divergence, late states and ages were not searched: later counts '
                             'are upper bounds')
     if warmup:
-        report.notes.append(f'{warmup} leading ticks not compared: some cube had no state in the bag yet')
+        report.notes.append(f'{warmup} leading ticks not compared: some cube had no state yet (in the bag, or in the '
+                            'navigator according to its NavResults)')
     if inferred[0]:
         report.notes.append(f'{inferred[0]} ticks matched only with a state age (arrival delay, not recorded) other '
                             'than the recorder\'s, within what the tick times allow')
