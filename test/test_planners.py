@@ -161,6 +161,8 @@ def test_orca_kr_parameters_are_plain_orca_plus_switches():
     assert not (plain.keep_right or plain.unstick or plain.yield_to_movers or plain.safety_stop)
     assert best.keep_right and best.unstick and best.yield_to_movers and best.safety_stop
     assert OrcaKeepRightPlanner(time_horizon=1.0).params.time_horizon == 1.0
+    diff = make_planner('orca_kr_diff').params                      # the differential-drive variant
+    assert diff.keep_right and (diff.radius_margin, diff.safety_gap) == (3.0, 3.0)
 
 
 def test_orca_kr_blocked_by_a_wall_goes_round_its_nearer_end():

@@ -24,7 +24,8 @@ import numpy as np  # noqa: E402
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
-from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner  # noqa: E402
+from toio_navigator.navigation.planners import (  # noqa: E402
+    BEST_PLANNER, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner)
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
@@ -33,7 +34,10 @@ PLOT = ROOT / 'docs' / 'planner_cost.png'
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS)
-    parser.add_argument('--planners', default=','.join(PLANNERS), help='comma-separated planner names')
+    parser.add_argument('--planners', default=','.join(p for p in PLANNERS if p not in DIFF_DRIVE_PLANNERS),
+                        help='comma-separated planner names (holonomic model)')
+    parser.add_argument('--diff-drive', default=','.join((BEST_PLANNER,) + DIFF_DRIVE_PLANNERS),
+                        help='planners also run on the differential-drive model (empty: none)')
     parser.add_argument('--cap-from', type=int, default=128, help='cap runs with at least this many agents')
     parser.add_argument('--cap-steps', type=int, default=100, help='steps of a capped (cost only) run')
     parser.add_argument('--cap-category', default='circle', help='only scenarios of this category are capped')
@@ -67,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
             bar.clear()
             rows.append(dict(run.metrics, category=scenario.category, capped=capped, seed=run.seed,
                              steps=int(run.trajectory.shape[0] - 1)))
+    diff_rows: dict[str, list[dict]] = {}
+    for name in [p.strip() for p in args.diff_drive.split(',') if p.strip()]:
+        for scenario in scenarios:
+            if scenario.n_agents >= args.cap_from and scenario.category == args.cap_category:
+                continue
+            label = f'[diff drive] {name} {scenario.name}'
+            run = run_scenario(scenario, make_planner(name), model='diff_drive',
+                               progress=lambda k, n: bar.show(label, k, n))
+            bar.clear()
+            diff_rows.setdefault(name, []).append(dict(run.metrics, category=scenario.category, capped=False))
     full_best = []
     if args.full_best and not args.no_cap and BEST_PLANNER in planners:
         for scenario in scenarios:
@@ -77,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 full_best.append(dict(run.metrics, capped=False))
     elapsed = time.monotonic() - started
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, missing, args, elapsed, full_best), encoding='utf-8')
+    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows), encoding='utf-8')
     plot_cost(results, args.plot)
     print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
     return 0
@@ -95,7 +109,7 @@ def success_cell(r):
     return 'yes (contacts)' if r['success'] else f"no ({r['fraction_arrived']:.0%} arrived)"
 
 
-def render(results, missing, args, elapsed, full_best=()) -> str:
+def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str:
     m = machine()
     lines = [
         '# Local planners: results',
@@ -126,6 +140,13 @@ def render(results, missing, args, elapsed, full_best=()) -> str:
         lines += ['Planners not available when the table was made: ' +
                   '; '.join(f'`{k}` ({v})' for k, v in missing.items()), '']
     lines += summary_table(results)
+    if diff_rows:
+        lines += ['### Differential-drive model', '',
+                  'The same scenarios with each cube driving its two wheels (`--model diff_drive`): the planner\'s',
+                  'velocity is tracked by a unicycle heading controller, so cubes turn before they go and deviate',
+                  'from the commanded velocity. `orca_kr_diff` is `orca_kr` with a 3 u radius margin and a 3 u safety',
+                  'gap, which absorb that tracking error (the radius inflation of NH-ORCA).', '']
+        lines += summary_table(diff_rows)[4:]
     lines += cost_table(results)
     if full_best:
         lines += [f'## `{BEST_PLANNER}` on the whole circle sweep, every run to its end (`--full-best`)', '',
@@ -165,6 +186,8 @@ def planners_section() -> list[str]:
         'τ 2 s, τ_obst 1 s, neighbour distance 400 u, 10 neighbours, pref. perturbation 0.01 u/s |',
         f'| `{BEST_PLANNER}` | the same ORCA solver with keep-right symmetry breaking, unsticking, stepping aside '
         'and a safety stop | τ 0.5 s, radius margin 1 u; see below |',
+        f'| `orca_kr_diff` | `{BEST_PLANNER}` for the differential-drive model (only in that section) | '
+        'radius margin 3 u, safety gap 3 u |',
         '| `hlavoid` | the navigator\'s HLAvoid (adapter by the navigator-core work), if present | '
         'SDK defaults |',
         '',

@@ -32,6 +32,11 @@ def _orca_kr():
     return OrcaKeepRightPlanner()
 
 
+def _orca_kr_diff():
+    from toio_navigator.navigation.planners.orca import OrcaKeepRightDiffDrivePlanner
+    return OrcaKeepRightDiffDrivePlanner()
+
+
 def _hlavoid():
     # written by the navigator-core engineer; imported only when asked for, so this registry works without it
     from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
@@ -44,8 +49,12 @@ PLANNERS: dict[str, Callable[[], object]] = {
     'vo': _vo,
     'orca': _orca,
     'orca_kr': _orca_kr,
+    'orca_kr_diff': _orca_kr_diff,
     'hlavoid': _hlavoid,
 }
+
+#: planners tuned for the differential-drive model (`toio-nav bench --model diff_drive`)
+DIFF_DRIVE_PLANNERS = ('orca_kr_diff',)
 
 #: the planner that meets the acceptance criteria of issue 7 (see docs/planners.md)
 BEST_PLANNER = 'orca_kr'

@@ -417,9 +417,22 @@ def _lp3(normal, point, valid, hard, vmax, v, fail):
     return v
 
 
+#: orca_kr for cubes that track the velocity on their differential drive: the tracking error is absorbed by a
+#: larger radius margin and safety gap (the radius inflation of NH-ORCA, Alonso-Mora et al. 2010)
+KEEP_RIGHT_DIFF_DRIVE = dict(KEEP_RIGHT, radius_margin=3.0, safety_gap=3.0)
+
+
 class OrcaKeepRightPlanner(OrcaPlanner):
     """ORCA with keep-right symmetry breaking, unsticking, stepping aside and the safety stop (KEEP_RIGHT)."""
     name = 'orca_kr'
 
     def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
         super().__init__(params or OrcaParams(**{**KEEP_RIGHT, **overrides}))
+
+
+class OrcaKeepRightDiffDrivePlanner(OrcaPlanner):
+    """orca_kr with the wider margins of KEEP_RIGHT_DIFF_DRIVE, for the differential-drive model."""
+    name = 'orca_kr_diff'
+
+    def __init__(self, params: OrcaParams | None = None, **overrides) -> None:
+        super().__init__(params or OrcaParams(**{**KEEP_RIGHT_DIFF_DRIVE, **overrides}))
