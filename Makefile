@@ -26,7 +26,7 @@ export ROS_DOMAIN_ID
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport _ROS_WHEELS_BOOTSTRAP_COMPLETE PYTHONPATH
 
-.PHONY: install demo test bench clean-venv
+.PHONY: install demo test bench planner-table clean-venv
 install: $(ST)/msgs $(ST)/pip
 
 $(V)/bin/python:
@@ -58,8 +58,13 @@ demo: install
 	toio-nav demo
 
 # Benchmarks (not part of the test command): ratios against a baseline measured in the same run.
+BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency
 bench: install
-	@for b in tools/bench/*.py; do echo "== $$b"; python $$b || exit 1; done
+	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
+
+# Regenerates docs/planners.md and docs/planner_cost.png (several minutes).
+planner-table: install
+	python tools/bench/planner_table.py --full-best
 
 clean-venv:
 	rm -rf $(V)
