@@ -293,3 +293,55 @@ def test_a_protocol_2_3_cube_ignores_quaternion_settings():
     world.step(0.5)
     assert not central.of(p.PostureQuaternion) and central.of(p.PostureEuler)
     assert central.cube.dropped_writes == 1
+
+
+class WallClock:
+    """A host clock finer than the physics step: the simulated time at which a write arrives."""
+
+    def __init__(self, world: World):
+        self.world, self.offset = world, 0.0
+
+    def __call__(self) -> float:
+        return self.world.time + self.offset
+
+
+def test_the_45_ms_rule_is_judged_on_arrival_times_not_on_the_20_ms_physics_steps():
+    world = World([(100, 250, 0)])
+    clock = WallClock(world)
+    cubes = VirtualCubes(world, arrival_clock=clock)
+    central = Central(cubes)
+    # writes 50 ms apart (a 20 Hz navigator) that arrive 1 ms and 11 ms after a physics step: on the step clock
+    # they would be 40 ms apart and the second one dropped
+    clock.offset = 0.001
+    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))     # arrives at 1 ms (step clock: 0 ms)
+    world.step(0.04)
+    clock.offset = 0.011
+    central.write(C.MOTOR_CONTROL, p.encode_motor(-50, -50))   # 51 ms (step clock: 40 ms)
+    assert central.cube.dropped_writes == 0
+    clock.offset = 0.011 + 0.030
+    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 30 ms after the second: too soon
+    assert central.cube.dropped_writes == 1
+    world.step(1.0)
+    assert world.x[0] < 100                                    # the accepted reverse command won
+
+
+def test_on_the_plain_step_clock_writes_two_steps_apart_are_still_dropped():
+    world, _, central = setup()        # no arrival clock: a write arrives at world.time
+    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))
+    world.step(0.04)
+    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 40 ms: too soon
+    world.step(0.02)
+    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 60 ms: accepted
+    assert central.cube.dropped_writes == 1
+
+
+def test_the_command_delay_counts_from_the_arrival_time():
+    world = World([(100, 250, 0)], params=WorldParams(command_delay=0.05))
+    clock = WallClock(world)
+    central = Central(VirtualCubes(world, arrival_clock=clock))
+    clock.offset = 0.015                  # arrives 15 ms after t = 0: acts at the first step at or after 65 ms
+    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))
+    world.step(0.06)
+    assert world.x[0] == 100              # steps at 0, 20, 40 ms: not yet (a step-clock firmware acts at 60 ms)
+    world.step(0.04)
+    assert world.x[0] > 100

@@ -7,7 +7,9 @@ itself to the world's step). Each :class:`VirtualCube` is one cube's GATT face: 
 * writes are parsed with the shared codec; malformed, out-of-range or too-new (for the simulated protocol
   version) writes are dropped silently, as a real cube does;
 * motor writes closer than ``min_command_interval`` to the last accepted one are ignored, accepted ones take
-  effect ``command_delay`` later (durations count from then); 0x02 stops after its duration;
+  effect ``command_delay`` later (durations count from then); 0x02 stops after its duration. Both are measured
+  on the time each write *arrives* (``arrival_clock``), not on the physics clock: the world moves in 20 ms
+  steps, and a 45 ms rule compared on step times would drop writes 50 ms apart whenever they land 40 ms apart;
 * 0x03/0x04 run an on-board controller to the target(s) and answer with exactly one 0x83/0x84 (reached within
   15 units / 4 deg, timeout, ID missed, invalid parameters, replaced by a later motor command, not supported,
   append rejected); 0x05 drives a unicycle command with acceleration and priority;
@@ -209,8 +211,13 @@ class VirtualCube:
 class VirtualCubes:
     """The firmware of every cube of a world (vectorised where it runs every step)."""
 
-    def __init__(self, world: World, params: FirmwareParams | None = None, names: list[str] | None = None) -> None:
+    def __init__(self, world: World, params: FirmwareParams | None = None, names: list[str] | None = None,
+                 arrival_clock: Callable[[], float] | None = None) -> None:
+        """``arrival_clock()``: the simulated time (s, on the world's clock) at which a write arrives now. A host
+        that steps the world in fixed steps from a wall clock (mat_sim) passes one that includes the time since
+        the last step; without it a write arrives at ``world.time`` (right for code that writes between steps)."""
         self.world = world
+        self.arrival_clock = arrival_clock or (lambda: world.time)
         self.params = params or FirmwareParams()
         self.version = pr.parse_version(self.params.version)
         n = world.n
@@ -329,12 +336,14 @@ class VirtualCubes:
 
     def _accept_motor(self, i: int, command: pr.Command, type_byte: int) -> None:
         w, cube = self.world, self.cubes[i]
-        too_soon = w.time - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9
+        # never before the world's own time (a clock that lags would let a command act in the past)
+        arrived = max(float(self.arrival_clock()), w.time)
+        too_soon = arrived - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9
         if self.version < _MOTOR_SINCE[type_byte] or too_soon:
             cube.dropped_writes += 1
             return
-        self._last_motor_accept[i] = w.time
-        heapq.heappush(self._pending, (w.time + w.params.command_delay, next(self._seq), i, command))
+        self._last_motor_accept[i] = arrived
+        heapq.heappush(self._pending, (arrived + w.params.command_delay, next(self._seq), i, command))
 
     def _handle_sensor_request(self, i: int, request: pr.SensorRequest) -> None:
         since = (2, 3, 0) if request.kind == 0x83 else (2, 2, 0)
