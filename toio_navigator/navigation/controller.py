@@ -1,0 +1,510 @@
+"""The navigator's per-tick logic without ROS: latest cube states and goals in, one swarm step, wheel commands out.
+
+:class:`SwarmController` gathers the latest state of every cube into arrays, runs the core's swarm step
+(HLAvoid/Boids modes) or a registry planner once for all cubes, and turns waypoint + speed into wheel commands
+with a duration (so a cube whose navigator or link dies stops by itself). The wheels come from the core's
+reference-exact batched CubeHandle (``handle_batch``); where the controller deliberately differs from the
+reference it is a named setting (defaults = the tuned behaviour of config/navigator.yaml):
+
+* ``border_stop``       the handle border's outward stop on the translation (fact sheet §4.4 step 5, quick test)
+* ``saturation``        'keep_rotation' (symmetric, keeps the turn) or 'reference' (B13's asymmetric truncation)
+* latency-aware prediction (:func:`predict_pose`): horizon = command lag + age of the state at the tick
+* ``stuck_time_s`` > 0  the dead-lock side-step (the reference has none; 0 turns it off)
+
+A tick is a pure function of its inputs: the state stamps (``stamp_ns`` of :meth:`update_state`), the goals and
+the tick time given to :meth:`step`. Nothing reads a wall clock there, so a bag holding those replays exactly.
+A cube whose state is older than ``stale_timeout_s`` (or whose link is down) is stopped and stays in the swarm
+as a static obstacle; so is a cube off the mat. Malformed goals are rejected with a reason.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
+from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.units import METRES_PER_UNIT, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
+
+MODES = ('AVOID', 'BOIDS', 'BOIDS_AVOID')
+HLAVOID = 'hlavoid'
+LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the controller needs no message import)
+TOWARDS, AWAY, STOP = 0, 1, 2
+BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT   # half the 31.8 mm body, mat units (contact below twice this)
+SATURATIONS = ('keep_rotation', 'reference')
+
+
+def planner_names() -> list[str]:
+    from toio_navigator.navigation.planners import PLANNERS
+    return [HLAVOID] + sorted(set(PLANNERS) - {HLAVOID})
+
+
+# ------------------------------------------------------------------------------------------------ settings
+
+@dataclass
+class NavigatorSettings:
+    """Everything the controller needs besides the reference parameter dataclasses."""
+    cubes: tuple[str, ...] = ()
+    rate_hz: float = 20.0
+    mode: str = 'AVOID'
+    planner: str = HLAVOID
+    stale_timeout_s: float = 0.5
+    mat_rect: tuple[float, float, float, float] = (45.0, 45.0, 455.0, 455.0)   # x_min, y_min, x_max, y_max
+    walls: tuple[float, ...] = ()             # x1, y1, x2, y2, margin per wall (navigator walls, mat units)
+    border: tuple[float, ...] = ()            # width, x1, x2, y1, y2: the reference's add_border; () = none
+    max_speed: float = 70.0                   # motor units, navi_to_target default
+    tolerance: float = 20.0                   # goal "reached" radius, mat units (navi_to_target default)
+    handle_tolerance: float = 8.0             # move_to_target's own reached radius (hard-coded 8 in the reference)
+    rotate_time_ms: float = 250.0             # move_to_target's rotateTime; also the command duration
+    stop_duration_ms: int = 100               # duration of a stop command
+    command_duration_ms: int = 250            # duration carried by every driving command
+    use_pred: bool = False                    # navigator entities at the pose predicted after the command lag
+    # dead-lock breaker (fact sheet §7.2; the reference has none): a cube with a goal that has moved less than
+    # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...)
+    stuck_time_s: float = 1.0                 # 0 = never side-step (pure reference behaviour)
+    stuck_distance: float = 6.0
+    sidestep_distance: float = 40.0
+    sidestep_time_s: float = 0.8
+    # the wheel shaping options (module docstring): the tuned behaviour by default, the reference's when off
+    border_stop: bool = True                  # the border's outward stop; False = no border rule in the handle
+    saturation: str = 'keep_rotation'         # or 'reference' (asymmetric truncation, B13)
+
+    def check(self) -> None:
+        """ValueError naming the first bad setting."""
+        if not self.cubes:
+            raise ValueError('cubes: the list of cube names is empty')
+        if len(set(self.cubes)) != len(self.cubes):
+            raise ValueError(f'cubes: duplicate names in {list(self.cubes)}')
+        for c in self.cubes:
+            if not c or not c.replace('_', 'a').isalnum() or c[0].isdigit():
+                raise ValueError(f'cubes: {c!r} is not a valid ROS name (letters, digits, _; not starting with a '
+                                 'digit)')
+        if self.mode not in MODES:
+            raise ValueError(f'mode: {self.mode!r} is not one of {", ".join(MODES)}')
+        if self.planner not in planner_names():
+            raise ValueError(f'planner: {self.planner!r} is not one of {", ".join(planner_names())}')
+        for name in ('rate_hz', 'stale_timeout_s', 'max_speed', 'tolerance', 'rotate_time_ms'):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f'{name}: must be a finite number > 0, got {v}')
+        if self.saturation not in SATURATIONS:
+            raise ValueError(f'saturation: {self.saturation!r} is not one of {", ".join(SATURATIONS)}')
+        if not (math.isfinite(self.handle_tolerance) and self.handle_tolerance >= 0):
+            raise ValueError(f'handle_tolerance: must be a finite number >= 0, got {self.handle_tolerance}')
+        if self.tolerance < self.handle_tolerance:
+            raise ValueError(f'tolerance: {self.tolerance:g} is below handle_tolerance {self.handle_tolerance:g} '
+                             '(move-to-target stops within handle_tolerance, so the goal could never be reached)')
+        if self.max_speed > MOTOR_MAX:
+            raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
+        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s'):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
+        for name in ('command_duration_ms', 'stop_duration_ms'):
+            v = getattr(self, name)
+            if not 10 <= v <= 2550:
+                raise ValueError(f'{name}: must be within 10..2550 ms, got {v}')
+        r = self.mat_rect
+        if len(r) != 4 or not all(math.isfinite(v) for v in r) or not (r[0] < r[2] and r[1] < r[3]):
+            raise ValueError(f'mat_rect: need [x_min, y_min, x_max, y_max] with min < max, got {list(r)}')
+        if len(self.walls) % 5 or not all(math.isfinite(v) for v in self.walls):
+            raise ValueError(f'walls: need finite numbers in groups of 5 (x1, y1, x2, y2, margin), got '
+                             f'{len(self.walls)} numbers')
+        if self.border and (len(self.border) != 5 or not all(math.isfinite(v) for v in self.border)):
+            raise ValueError(f'border: need [] or [width, x1, x2, y1, y2], got {list(self.border)}')
+
+    def wall_rows(self) -> np.ndarray:
+        rows = list(np.asarray(self.walls, dtype=float).reshape(-1, 5))
+        if self.border:
+            w, x1, x2, y1, y2 = self.border
+            rows += [(x1, y1, x1, y2, w), (x2, y1, x2, y2, w), (x1, y1, x2, y1, w), (x1, y2, x2, y2, w)]
+        return np.asarray(rows, dtype=float).reshape(-1, 5)
+
+
+# ------------------------------------------------------------------------------------------------ goals
+
+@dataclass
+class Goal:
+    goal_id: int
+    x: float
+    y: float
+    direction: int
+    max_speed: float          # motor units; 0 = default
+    tolerance: float          # mat units; 0 = default
+    reached: bool = False
+
+
+def check_goal(cube: str, msg_cube: str, x: float, y: float, direction: int, max_speed: float, tolerance: float,
+               cubes: tuple[str, ...], mat_rect: tuple[float, float, float, float],
+               handle_tolerance: float = 0.0) -> str:
+    """'' if the goal is acceptable, else the reason it is rejected. A tolerance (> 0) below the handle's own
+    reached radius is refused, not clamped: move-to-target stops the cube within ``handle_tolerance`` of the
+    goal, so such a goal could never be reported reached, and a silently widened one would be a surprise."""
+    if cube not in cubes:
+        return f'unknown cube {cube!r} (known: {", ".join(cubes)})'
+    if msg_cube not in ('', cube):
+        return f'goal.cube {msg_cube!r} does not match the topic namespace {cube!r}'
+    if direction not in (TOWARDS, AWAY, STOP):
+        return f'direction {direction} is not TOWARDS (0), AWAY (1) or STOP (2)'
+    if direction == STOP:
+        return ''
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return f'goal position ({x}, {y}) is not finite'
+    x0, y0, x1, y1 = mat_rect
+    if not (x0 <= x <= x1 and y0 <= y <= y1):
+        return f'goal ({x:.1f}, {y:.1f}) is off the mat (x {x0:g}..{x1:g}, y {y0:g}..{y1:g})'
+    if not (math.isfinite(max_speed) and 0 <= max_speed <= MOTOR_MAX):
+        return f'max_speed {max_speed} is not within 0..{MOTOR_MAX} motor units'
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        return f'tolerance {tolerance} is not a finite number >= 0'
+    if 0 < tolerance < handle_tolerance:
+        return (f'tolerance {tolerance:g} is below the handle tolerance {handle_tolerance:g}: the cube stops '
+                f'within {handle_tolerance:g} of the goal, so it could never count as reached (use 0 for the '
+                'default or a tolerance >= handle_tolerance)')
+    return ''
+
+
+# ------------------------------------------------------------------------------------------------ motion
+
+def stamp_seconds(stamp_ns: int) -> float:
+    """A ROS time in nanoseconds as float seconds, computed one way everywhere (node, replay) so the same
+    recorded stamps give bit-identical ages."""
+    stamp_ns = int(stamp_ns)
+    return stamp_ns // 1_000_000_000 + (stamp_ns % 1_000_000_000) * 1e-9
+
+
+def _wrap(a):
+    return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
+
+
+def predict_pose(x, y, th, left, right, active_s, horizon, k: float, track: float):
+    """Pose ``horizon`` seconds (scalar or per cube) after the observed one, driving the last wheel command
+    (motor units), which stays on for ``active_s`` more seconds from the observation.
+
+    The controller's latency-aware prediction (a deliberate difference from CubeHandle.predict, §4.2, which
+    replays a command history with an acceleration ramp per cube): the horizon is the command lag plus the age
+    of the state at the tick, so a late reading is predicted further. Constant wheel speeds drive an exact arc,
+    so no time stepping is needed and all cubes go at once."""
+    x, y, th = (np.array(v, dtype=float) for v in (x, y, th))
+    vl, vr = np.asarray(left, float) * k, np.asarray(right, float) * k
+    tau = np.minimum(np.broadcast_to(np.asarray(horizon, dtype=float), x.shape), np.maximum(active_s, 0.0))
+    v, w = 0.5 * (vl + vr), (vl - vr) / track
+    turn = w * tau
+    straight = np.abs(turn) < 1e-9
+    safe_w = np.where(straight, 1.0, w)
+    dx = np.where(straight, v * tau * np.cos(th), v / safe_w * (np.sin(th + turn) - np.sin(th)))
+    dy = np.where(straight, v * tau * np.sin(th), -v / safe_w * (np.cos(th + turn) - np.cos(th)))
+    return x + dx, y + dy, _wrap(th + turn)
+
+
+def border_outward_stop(translate, x_pred, y_pred, rad_pred, hp: CubeHandleParams):
+    """Option ``border_stop``: the quick outward test of the handle's border (fact sheet §4.4 step 5) applied to
+    the translation before the wheels are shaped: a cube at or beyond the border rectangle whose next ``dt``
+    would take it further out on that axis only turns. (The reference runs the test on the stop-predicted pose
+    after the saturation and also cuts durations inside the border; that needs per-cube history.)"""
+    (bx0, bx1), (by0, by1) = hp.border_x, hp.border_y
+    cx, cy, rx, ry = (bx0 + bx1) / 2, (by0 + by1) / 2, (bx1 - bx0) / 2, (by1 - by0) / 2
+    x1 = x_pred + translate * hp.k * hp.dt * np.cos(rad_pred)
+    y1 = y_pred + translate * hp.k * hp.dt * np.sin(rad_pred)
+    outside = (np.abs(x_pred - cx) >= rx) | (np.abs(y_pred - cy) >= ry)
+    outward = ((np.abs(x1 - cx) >= rx) & (np.abs(x1 - cx) >= np.abs(x_pred - cx))) | \
+              ((np.abs(y1 - cy) >= ry) & (np.abs(y1 - cy) >= np.abs(y_pred - cy)))
+    return np.where(outside & outward, 0.0, translate)
+
+
+def saturate_keep_rotation(left, right, u_max: float):
+    """Option ``saturation='keep_rotation'``: shift both wheels by the excess over ±u_max so left − right (the
+    turn) is kept; clip only if the turn alone is too big. The reference (B13) recomputes the excess after the
+    left wheel moved, which loses part of the turn exactly when a fast cube must swerve."""
+    over = np.maximum(np.maximum(left, right) - u_max, 0.0)
+    under = np.minimum(np.minimum(left, right) + u_max, 0.0)
+    left, right = left - over - under, right - over - under
+    return np.clip(left, -u_max, u_max), np.clip(right, -u_max, u_max)
+
+
+def drive_wheels(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp: CubeHandleParams, rotate_time_ms: float,
+                 tolerance: float, border_stop: bool, saturation: str):
+    """(left, right) motor units of N cubes driving to (tx, ty): the core's reference-exact move_to_target and
+    dead-zone shift (handle_batch), then the named options (``border_stop``; ``saturation`` 'reference' or
+    'keep_rotation')."""
+    tr, rot, _dur, _reached = move_to_target_batch(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp,
+                                                   rotate_time_ms, tolerance)
+    if border_stop:
+        tr = border_outward_stop(tr, x_pred, y_pred, th_pred, hp)
+    if saturation == 'reference':
+        return wheels_batch(tr, rot, hp)
+    # the reference dead-zone shift alone (an unreachable saturation bound), then the symmetric saturation
+    left, right = wheels_batch(tr, rot, replace(hp, max_spd=math.inf))
+    return saturate_keep_rotation(left, right, float(hp.max_spd))
+
+
+# ------------------------------------------------------------------------------------------------ controller
+
+@dataclass
+class CubeCommand:
+    """What the controller decided for one cube in one tick."""
+    cube: str
+    goal_id: int
+    active: bool
+    waypoint: tuple[float, float]
+    speed_limit: float        # motor units
+    speed_ratio: float
+    collision: bool
+    reached: bool
+    motor: tuple[int, int, int] | None   # (left, right, duration_ms); None = send nothing
+    stale: bool
+    on_mat: bool
+    state_stamp_ns: int = 0   # stamp of the cube's state used in this tick (0 = none yet)
+    goal: Goal | None = None  # the last goal accepted for the cube (a STOP included), None = none yet
+
+
+class SwarmController:
+    """The navigator's logic without ROS: latest states, goals, one swarm step per tick."""
+
+    def __init__(self, settings: NavigatorSettings, params: NavigatorParams | None = None,
+                 handle: CubeHandleParams | None = None, clock=time.monotonic) -> None:
+        settings.check()
+        self.settings = settings
+        self.params = params or NavigatorParams()
+        self.handle = handle or CubeHandleParams()
+        self.clock = clock
+        n = len(settings.cubes)
+        self.index = {c: i for i, c in enumerate(settings.cubes)}
+        self.pose = np.full((n, 3), np.nan)            # x, y, theta (mat)
+        self.on_mat = np.zeros(n, dtype=bool)
+        self.link_ok = np.zeros(n, dtype=bool)
+        self.stamp = np.full(n, -np.inf)               # stamp of the latest state, s (the tick's time base)
+        self.stamp_ns = np.zeros(n, dtype=np.int64)    # the same stamp as given, ns (echoed in CubeCommand)
+        self.frozen = np.zeros((n, 3))                 # believed final pose of a cube that went silent
+        self.frozen_valid = np.zeros(n, dtype=bool)
+        self.frozen_extra = np.zeros(n)                # margin added to a silent cube (uncertain stop point)
+        self.goals: list[Goal | None] = [None] * n
+        self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
+        self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
+        self.walls = settings.wall_rows()
+        self.planner = None
+        self.last_rays: tuple[np.ndarray, np.ndarray] | None = None   # (N, S) directions and free distances
+        self.last_waypoints = np.full((n, 2), np.nan)
+        self.last_collision = np.zeros(n, dtype=bool)
+        self.last_goal_id = [0] * n
+        self.last_goal: list[Goal | None] = [None] * n   # the last accepted goal, a STOP included
+        self.anchor = np.full((n, 2), np.nan)          # where the cube was when it last made progress
+        self.anchor_time = np.zeros(n)
+        self.sidestep_until = np.full(n, -np.inf)
+        self.sidestep_goal = np.zeros((n, 2))
+        self.sidestep_sign = np.ones(n)                # +1 = to the right of the goal direction (mat y down)
+        self.sidesteps = np.zeros(n, dtype=int)
+        self.stop_requested: set[int] = set()
+        self.set_planner(settings.planner)
+
+    # ---- inputs
+    def set_planner(self, name: str) -> None:
+        if name == HLAVOID:
+            self.planner = None
+        else:
+            from toio_navigator.navigation.planners import make_planner
+            planner = make_planner(name)
+            planner.reset(len(self.settings.cubes), seed=0)
+            self.planner = planner
+        self.settings.planner = name
+
+    def update_state(self, cube: str, x: float, y: float, theta: float, on_mat: bool, link_state: int,
+                     stamp_ns: int | None = None) -> bool:
+        """The latest state of a cube, stamped ``stamp_ns`` (when the pose was read, on the clock of the ticks;
+        None = now on ``clock``). The age at a tick (tick − stamp) lengthens the prediction and decides
+        staleness. False (nothing changed) for an unknown cube or a non-finite reading."""
+        i = self.index.get(cube)
+        if i is None:
+            return False
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(theta)):
+            return False                               # a garbage reading never enters the arrays
+        self.pose[i] = (x, y, theta)
+        x0, y0, x1, y1 = self.settings.mat_rect
+        self.on_mat[i] = bool(on_mat) and x0 <= x <= x1 and y0 <= y <= y1
+        self.link_ok[i] = link_state == LINK_CONNECTED
+        if stamp_ns is None:
+            self.stamp[i] = float(self.clock())
+            self.stamp_ns[i] = int(round(self.stamp[i] * 1e9))
+        else:
+            self.stamp_ns[i] = int(stamp_ns)
+            self.stamp[i] = stamp_seconds(stamp_ns)
+        return True
+
+    def set_goal(self, cube: str, goal_id: int, x: float, y: float, direction: int, max_speed: float,
+                 tolerance: float, msg_cube: str = '') -> str:
+        """Apply a goal; returns '' or the reason it was rejected (then nothing changed)."""
+        reason = check_goal(cube, msg_cube, x, y, direction, max_speed, tolerance, self.settings.cubes,
+                            self.settings.mat_rect, self.settings.handle_tolerance)
+        if reason:
+            return reason
+        if direction == AWAY and self.settings.planner != HLAVOID:
+            return f'direction AWAY needs planner {HLAVOID!r} (current: {self.settings.planner!r})'
+        i = self.index[cube]
+        self.last_goal_id[i] = int(goal_id)
+        self.last_goal[i] = Goal(int(goal_id), float(x), float(y), int(direction), float(max_speed),
+                                 float(tolerance))
+        self.goals[i] = None if direction == STOP else replace(self.last_goal[i])
+        if direction == STOP:
+            self.stop_requested.add(i)
+        return ''
+
+    # ---- status
+    def live(self, now: float | None = None) -> np.ndarray:
+        now = self.clock() if now is None else now
+        return (now - self.stamp <= self.settings.stale_timeout_s) & self.link_ok
+
+    def status(self, cube: str) -> dict | None:
+        i = self.index.get(cube)
+        if i is None:
+            return None
+        g = self.goals[i]
+        live = bool(self.live()[i])
+        dist = float(np.hypot(g.x - self.pose[i, 0], g.y - self.pose[i, 1])) if g else math.nan
+        return dict(goal_id=self.last_goal_id[i],
+                    active=g is not None and not g.reached, reached=bool(g and g.reached), stale=not live,
+                    on_mat=bool(self.on_mat[i]), distance=dist)
+
+    # ---- one tick
+    def step(self, now: float | None = None) -> list[CubeCommand]:
+        s, hp = self.settings, self.handle
+        now = self.clock() if now is None else now
+        n = len(s.cubes)
+        seen = np.isfinite(self.pose[:, 0])
+        live = self.live(now) & seen
+        ok = live & self.on_mat                       # controllable this tick
+        pose = self._believed_poses(live, seen)
+        pos = np.where(seen[:, None], pose[:, :2], np.array([-1e4, -1e4]))  # unseen cubes: far away
+        th = np.where(seen, pose[:, 2], 0.0)
+        # velocities from the command model (the reference's entity velocities); not for stopped cubes
+        running = ok & (now < self.last_cmd_until)
+        spd_l = np.where(running, self.last_cmd[:, 0], 0.0) * hp.k
+        spd_r = np.where(running, self.last_cmd[:, 1], 0.0) * hp.k
+        spd = 0.5 * (spd_l + spd_r)
+        vel = np.column_stack([np.cos(th) * spd, np.sin(th) * spd])
+        w = (spd_l - spd_r) / hp.wheel_track
+        has_goal = np.array([g is not None for g in self.goals])
+        goal_xy = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
+        cap = np.array([g.max_speed if g and g.max_speed > 0 else s.max_speed for g in self.goals])
+        tol = np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in self.goals])
+        away = np.array([bool(g and g.direction == AWAY) for g in self.goals])
+        active = ok & has_goal
+        goal_xy = self._unstick(now, pos, goal_xy, active & ~away)
+
+        # the state was read `age` before the tick; the next command takes effect `lag` after it
+        age = np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0)
+        rest = np.where(ok, np.maximum(self.last_cmd_until - now, 0.0), 0.0)
+        px, py, pth = predict_pose(pos[:, 0], pos[:, 1], th, self.last_cmd[:, 0], self.last_cmd[:, 1], rest,
+                                   hp.lag + age, hp.k, hp.wheel_track)
+        if s.use_pred:        # the reference's usePred: every entity where the next command will find it
+            ent_pos, ent_th = np.column_stack([px, py]), pth
+            vel = np.column_stack([np.cos(pth) * spd, np.sin(pth) * spd])
+        else:
+            ent_pos, ent_th = pos, th
+        waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok)
+        speed = np.minimum(limit, cap * ratio)                 # navi_to_target: min(speedLimit, maxSpd·ratio)
+        speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
+        left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
+                                   s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
+        real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
+        at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
+        reached = active & ~away & at_goal
+        stop_now, self.stop_requested = self.stop_requested, set()
+        out: list[CubeCommand] = []
+        for i, cube in enumerate(s.cubes):
+            g = self.goals[i]
+            if g is not None and reached[i]:
+                g.reached = True
+            motor: tuple[int, int, int] | None = None
+            if active[i] and not reached[i]:
+                motor = (int(round(left[i])), int(round(right[i])), int(s.command_duration_ms))
+            elif (active[i] and reached[i]) or (seen[i] and not ok[i] and has_goal[i]) or i in stop_now:
+                motor = (0, 0, int(s.stop_duration_ms))   # hold at the goal; stop a stale / off-mat cube
+            if motor is not None:
+                self.last_cmd[i] = motor[:2]
+                self.last_cmd_until[i] = now + motor[2] / 1000.0
+            out.append(CubeCommand(cube, self.last_goal_id[i], bool(active[i]),
+                                   (float(waypoint[i, 0]), float(waypoint[i, 1])), float(speed[i]), float(ratio[i]),
+                                   bool(collision[i]), bool(g.reached) if g else False, motor, not bool(live[i]),
+                                   bool(self.on_mat[i]), int(self.stamp_ns[i]) if seen[i] else 0,
+                                   self.last_goal[i]))
+        self.last_waypoints = waypoint
+        self.last_collision = collision
+        return out
+
+    def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command
+        took it after its last state (a dead link does not stop a cube at once: its command runs out first)."""
+        hp = self.handle
+        gone = seen & ~live
+        for i in np.nonzero(gone & ~self.frozen_valid)[0]:
+            # it stopped somewhere between its last reading and the end of its last command (a driver that
+            # died may never have delivered that command): plan with a disc covering both
+            run = max(self.last_cmd_until[i] + hp.lag - self.stamp[i], 0.0)
+            x, y, th = predict_pose(self.pose[i, 0], self.pose[i, 1], self.pose[i, 2], self.last_cmd[i, 0],
+                                    self.last_cmd[i, 1], run, run, hp.k, hp.wheel_track)
+            self.frozen[i] = (0.5 * (self.pose[i, 0] + float(x)), 0.5 * (self.pose[i, 1] + float(y)), float(th))
+            self.frozen_extra[i] = 0.5 * math.hypot(float(x) - self.pose[i, 0], float(y) - self.pose[i, 1])
+        self.frozen_valid = gone
+        self.frozen_extra[~gone] = 0.0
+        return np.where(gone[:, None], self.frozen, self.pose)
+
+    def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray) -> np.ndarray:
+        """Goals for this tick: the real goal, or a side-step target for a cube that has stopped making
+        progress (symmetric encounters where HLAvoid keeps choosing a waypoint that is too short to move)."""
+        s = self.settings
+        fresh = ~moving | ~np.isfinite(self.anchor[:, 0]) | \
+            (np.hypot(*(pos - self.anchor).T) > s.stuck_distance)
+        self.anchor[fresh] = pos[fresh]
+        self.anchor_time[fresh] = now
+        far = np.hypot(*(goal_xy - pos).T) > max(s.tolerance, s.sidestep_distance)
+        stuck = moving & far & (s.stuck_time_s > 0) & (now - self.anchor_time >= s.stuck_time_s) & \
+            (now >= self.sidestep_until)
+        for i in np.nonzero(stuck)[0]:
+            d = goal_xy[i] - pos[i]
+            d = d / max(float(np.hypot(*d)), 1e-9)
+            right = np.array([-d[1], d[0]])          # 90° clockwise on the mat (y down) = the cube's right
+            self.sidestep_goal[i] = pos[i] + self.sidestep_sign[i] * s.sidestep_distance * right
+            self.sidestep_until[i] = now + s.sidestep_time_s
+            self.sidestep_sign[i] *= -1.0
+            self.sidesteps[i] += 1
+            self.anchor_time[i] = now + s.sidestep_time_s
+        stepping = moving & (now < self.sidestep_until)
+        (x0, x1), (y0, y1) = self.handle.border_x, self.handle.border_y     # never side-step off the mat
+        target = np.column_stack([np.clip(self.sidestep_goal[:, 0], x0, x1), np.clip(self.sidestep_goal[:, 1], y0, y1)])
+        return np.where(stepping[:, None], target, goal_xy)
+
+    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok):
+        """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
+        n = pos.shape[0]
+        if self.planner is None:
+            from toio_navigator.navigation.swarm import swarm_step
+            extra = self.frozen_extra
+            kw = dict(params=self.params, walls=self.walls, mode=self.settings.mode, margin=16.0 + extra,
+                      avoid_margin=self.params.avoid.margin + extra)
+            res = swarm_step(pos, th, spd, vel, w, goal_xy, direction='towards', **kw)
+            wp, lim, ratio, col = res.waypoint, res.speed_limit, res.speed_ratio, res.collision
+            rays = (res.avoid.rads, res.avoid.dists) if res.avoid is not None else None
+            if away.any():
+                res_a = swarm_step(pos, th, spd, vel, w, goal_xy, direction='away', **kw)
+                wp = np.where(away[:, None], res_a.waypoint, wp)
+                lim = np.where(away, res_a.speed_limit, lim)
+                ratio = np.where(away, res_a.speed_ratio, ratio)
+                col = np.where(away, res_a.collision, col)
+            if self.params.fixes.speed_limit_units:     # B2 fixed: HLAvoid's limit is dot/s, the cap motor units
+                lim = np.asarray(lim, float) / self.handle.k
+            self.last_rays = rays
+        else:
+            from toio_navigator.navigation.planner import SwarmState
+            state = SwarmState(pos=pos, vel=vel, heading=th, radius=BODY_RADIUS + self.frozen_extra, goal=goal_xy,
+                               max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls)
+            res = self.planner.step(state, 1.0 / self.settings.rate_hz)
+            wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
+            lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT
+            ratio = np.ones(n)
+            self.last_rays = None
+        wp = np.where(active[:, None] & np.isfinite(wp), wp, pos)
+        return wp, np.asarray(lim, float), np.asarray(ratio, float), np.asarray(col, bool) & ok
+
+
