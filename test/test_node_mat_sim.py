@@ -120,8 +120,8 @@ def test_ir_ranges_are_published_when_an_arena_is_loaded(ros):
     ex.add_node(watcher)
     try:
         assert spin_until(ex, lambda: got)
-        mapping, sensors = sim._ir[1], sim._ir[0]
-        expected = sensors.read_ranges(mapping.mat_to_pose(130.0, 430.0, 0.0))
+        arena = sim._ir[0]
+        expected = arena.sensors.read_ranges(arena.mapping.mat_to_pose(130.0, 430.0, 0.0))
         assert tuple(got[-1].ranges) == expected
         assert all(-1 <= r <= 9 for r in got[-1].ranges)
     finally:
@@ -143,21 +143,83 @@ def test_bad_parameters_are_named(ros, params, parameter):
         make_sim(ros, **params)
 
 
-def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros):
-    """World time moves in 20 ms steps; a navigator writing every 50 ms lands 40 or 60 ms apart and must not be
-    rejected by the firmware's ~45 ms rule (it was: 40 % of the commands were silently dropped)."""
+def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypatch):
+    """World time moves in 20 ms steps; a navigator writing every 50 ms lands 40 or 60 ms apart on that clock and
+    must not be rejected by the firmware's ~45 ms rule (it was: 40 % of the commands were silently dropped).
+    The firmware judges the time a write arrives: the last step's simulated time plus the wall time since."""
+    from toio_navigator.nodes import mat_sim
+
+    class Wall:                                           # the node's wall clock, under the test's control
+        now = 1000.0
+
+        @staticmethod
+        def monotonic() -> float:
+            return Wall.now
+
+    monkeypatch.setattr(mat_sim, 'time', Wall)
     sim = make_sim(ros, cubes=['cube1'], initial_poses=[150.0, 150.0, 0.0])
     try:
+        assert sim.world.params.min_command_interval == 0.045     # the firmware's own rule, no workaround
         port = sim.ports[0]
         assert port.ensure_connected()
         cube = sim.firmware[0]
         motor = p.Characteristic.MOTOR_CONTROL
-        cube.write(motor, bytes.fromhex('02 01 01 14 02 01 14 0a'))
-        sim.world.step(0.04)                              # two physics steps later: 40 ms in world time
-        cube.write(motor, bytes.fromhex('02 01 01 15 02 01 15 0a'))
+        Wall.now += 0.001
+        cube.write(motor, bytes.fromhex('02 01 01 14 02 01 14 0a'))    # arrives at 1 ms (physics clock: 0)
+        Wall.now += 0.039
+        sim._step()                                       # two physics steps: world time 40 ms
+        assert sim.world.time == pytest.approx(0.04)
+        Wall.now += 0.011
+        cube.write(motor, bytes.fromhex('02 01 01 15 02 01 15 0a'))    # 51 ms: 50 ms after the first
         assert cube.dropped_writes == 0
-        sim.world.step(0.02)                              # 20 ms later: too soon for the cube, really ignored
-        cube.write(motor, bytes.fromhex('02 01 01 16 02 01 16 0a'))
+        Wall.now += 0.030
+        cube.write(motor, bytes.fromhex('02 01 01 16 02 01 16 0a'))    # 30 ms after the second: ignored
         assert cube.dropped_writes == 1
     finally:
         sim.destroy_node()
+
+
+def test_contact_tracker_reports_each_contact_once_when_it_starts():
+    from toio_navigator.nodes.mat_sim import ContactTracker
+    from toio_navigator.sim.world import World
+    world = World([[100.0, 200.0, 0.0], [160.0, 200.0, 0.0], [300.0, 300.0, 0.0]])
+    tracker = ContactTracker(world)
+    world.set_wheels(0, 40, 40)                      # cube 0 drives east into cube 1, which stands still
+    world.step(3.0)
+    events = tracker.take()
+    assert [(i, j) for _t, i, j, *_rest in events] == [(0, 1)]      # pushing on is the same contact
+    t, _i, _j, x, y, approach = events[0]
+    assert 0.0 < t < 3.0 and 100.0 < x < 200.0 and y == pytest.approx(200.0, abs=1.0)
+    assert approach > 40.0                           # about 40 motor units x 2.07 units/s
+    world.set_wheels(0, -40, -40, 0.5)               # back off, then come again: a second contact
+    world.step(1.0)
+    assert not tracker.take() and not tracker.touching.any()
+    world.set_wheels(0, 40, 40)
+    world.step(2.0)
+    assert len(tracker.take()) == 1 and tracker.count == 2
+
+
+def test_contacts_are_published_with_names_and_a_running_count(ros):
+    sim = make_sim(ros, cubes=['cube1', 'cube2'], initial_poses=[150.0, 150.0, 0.0, 200.0, 150.0, 0.0])
+    central = Central(ros, 'cube1')
+    got: list = []
+    watcher = Node('watcher', context=ros)
+    watcher.create_subscription(msg.ContactEvent, '/mat_sim/contacts', got.append, BLE_QOS)
+    ex = SingleThreadedExecutor(context=ros)
+    for n in (sim, central, watcher):
+        ex.add_node(n)
+    try:
+        assert spin_until(ex, lambda: sim.firmware[0].connected and watcher.count_publishers('/mat_sim/contacts'))
+        central.write(p.Characteristic.MOTOR_CONTROL, bytes.fromhex('02 01 01 50 02 01 50 64'))   # 80 fwd, 1 s
+        assert spin_until(ex, lambda: got)
+        assert spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() == 0.0, 5)
+        ex.spin_once(timeout_sec=0.1)
+        assert len(got) == 1 and sim.contacts.count == 1
+        event = got[0]
+        assert (event.cube_a, event.cube_b, event.count) == ('cube1', 'cube2', 1)
+        assert event.header.frame_id == 'mat' and 0.0 < event.sim_time < 5.0 and event.approach_speed > 0.0
+        assert 150.0 < event.x < 230.0 and event.y == pytest.approx(150.0, abs=2.0)
+    finally:
+        for n in (sim, central, watcher):
+            n.destroy_node()
+

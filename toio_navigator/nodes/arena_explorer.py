@@ -18,15 +18,19 @@ executes each command with the cube and answers with the six IR readings of ``<c
   readings are taken, because readings from the wrong pose would corrupt the map. ``start_exploration`` first brings
   the cube onto the start centre facing north the same way.
 
-The readings come from ``<cube>/ir``: mat_sim's virtual sensors for a simulated cube. A real cube under a virtual
-arena needs a publisher of those readings from its pose (not part of this node: the explorer never reads a layout).
+The readings come from ``<cube>/ir``: mat_sim's virtual sensors for a simulated cube, the virtual_ir node (virtual
+sensors from the cube's reported pose) for a real cube under a virtual arena. The explorer never reads a layout.
 
 Out: ``arena/map`` nav_msgs/OccupancyGrid (the belief: -1 unexplored, 0 free, 100 obstacle; REP 103 metres in frame
 ``mat``), ``arena/state`` toio_navigator/ArenaState (MDF strings, robot cell, status) after every move,
 ``arena/fastest_path`` nav_msgs/Path (robot centres, metres). All three are latched (transient local).
 Services (std_srvs/Trigger): ``arena_explorer/start_exploration``, ``arena_explorer/start_fastest_path``,
-``arena_explorer/terminate``. The waypoint is the parameter ``waypoint`` ([x, y] cell, [-1, -1] = none), changeable
-at run time (``ros2 param set /arena_explorer waypoint "[7, 10]"``); a bad value is refused with the reason.
+``arena_explorer/terminate``; ``arena_explorer/set_waypoint`` (toio_navigator/SetWaypoint: x, y; -1, -1 = none).
+The waypoint is also the parameter ``waypoint`` ([x, y] cell, [-1, -1] = none), changeable at run time
+(``ros2 param set /arena_explorer waypoint "[7, 10]"``); the service sets that parameter, so both always agree.
+A waypoint must be a valid robot centre (its 3x3 footprint inside the arena) and, through the service, must not put
+the footprint on an obstacle already explored; a bad value is refused with the reason and changes nothing. A new
+waypoint applies to the next fastest path (a running one keeps its route).
 """
 from __future__ import annotations
 
@@ -42,19 +46,20 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
 from toio_navigator import units
 from toio_navigator.arena.explorer import FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig
 from toio_navigator.arena.fastest_path import Route, actions_to_commands
-from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, HEADING_LETTERS, Pose
+from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, HEADING_LETTERS, Pose, centre_in_range, footprint
 from toio_navigator.arena.grid import readings_from_ir_ranges
 from toio_navigator.msg import ArenaImage, ArenaState, CubeState, IrRanges, MoveToPose, MoveToPoseResult, NavGoal, \
     NavResult
 from toio_navigator.nodes import conversions
 from toio_navigator.sim.ir_sensors import ArenaMatMapping
-from toio_navigator.srv import SetGoal
+from toio_navigator.srv import SetGoal, SetWaypoint
 
 #: latched: a late subscriber (rviz, the demo) still gets the last map, state and path
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -75,7 +80,8 @@ PARAMETERS: dict[str, tuple[object, str]] = {
     'arena_origin_x': (100.0, 'mat x (units) of the arena top-left corner (same as mat_sim)'),
     'arena_origin_y': (50.0, 'mat y (units) of the arena top-left corner (same as mat_sim)'),
     'arena_cell_size': (20.0, 'arena cell side, mat units (same as mat_sim)'),
-    'waypoint': (NO_WAYPOINT, 'fastest-path waypoint [x, y] (robot centre cell); [-1, -1] = none'),
+    'waypoint': (NO_WAYPOINT, 'fastest-path waypoint [x, y] (robot centre cell, 1..13 x 1..18); [-1, -1] = none; '
+                              'also set by the arena_explorer/set_waypoint service'),
     'turn_cost': (2.0, 'fastest-path cost of a 90-degree turn (a forward cell costs 1)'),
     'image_mode': (False, 'hunt image cards (photos, reverse hugging)'),
     'max_images': (5, 'image mode: stop hunting after this many different cards'),
@@ -122,7 +128,8 @@ def _number(v: dict, name: str, low: float, high: float = math.inf) -> float:
 
 
 def parse_waypoint(value, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -> tuple[int, int] | None:
-    """[x, y] -> (x, y); [] or [-1, -1] -> None; anything else: ArenaNodeError naming the problem."""
+    """[x, y] -> (x, y); [] or [-1, -1] -> None; anything else (not two integers, outside the arena, a centre whose
+    3x3 footprint leaves the arena): ArenaNodeError naming the problem."""
     values = list(value) if value is not None else []
     if not values or values == NO_WAYPOINT:
         return None
@@ -131,6 +138,9 @@ def parse_waypoint(value, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -> tup
     x, y = values
     if not (0 <= x < cols and 0 <= y < rows):
         raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is outside the arena (0..{cols - 1} x 0..{rows - 1})')
+    if not centre_in_range(x, y, cols, rows):
+        raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is not a valid robot centre: the 3x3 footprint would '
+                             f'leave the arena (centres are 1..{cols - 2} x 1..{rows - 2})')
     return x, y
 
 
@@ -275,6 +285,7 @@ class ArenaExplorerNode(Node):
         self.create_service(Trigger, 'arena_explorer/start_exploration', self._srv_start_exploration)
         self.create_service(Trigger, 'arena_explorer/start_fastest_path', self._srv_start_fastest_path)
         self.create_service(Trigger, 'arena_explorer/terminate', self._srv_terminate)
+        self.create_service(SetWaypoint, 'arena_explorer/set_waypoint', self._srv_set_waypoint)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(0.02, self._tick)
         self.get_logger().info(f'arena_explorer: cube {cube}, {s.mapping.cell_size:g}-unit cells from mat '
@@ -320,6 +331,37 @@ class ArenaExplorerNode(Node):
         return SetParametersResult(successful=True)
 
     # ---------------------------------------------------------------------------------------------- services
+    def _srv_set_waypoint(self, request, response):
+        """Validate, then set through the ``waypoint`` parameter (its callback applies it): one source of truth."""
+        wanted = [int(request.x), int(request.y)]
+        try:
+            waypoint = parse_waypoint(wanted)
+        except ArenaNodeError as exc:
+            response.success, response.message = False, str(exc).replace('parameter waypoint: ', '')
+            return response
+        blocked = self._known_obstacles_under(waypoint)
+        if blocked:
+            response.success = False
+            response.message = (f'cell ({waypoint[0]},{waypoint[1]}) is not a valid robot centre: the explored map has '
+                                f'an obstacle under its footprint at {", ".join(f"({x},{y})" for x, y in blocked)}')
+            return response
+        result = self.set_parameters([Parameter('waypoint', value=wanted)])[0]
+        if not result.successful:
+            response.success, response.message = False, result.reason
+            return response
+        response.success = True
+        when = 'the next fastest path (the running one keeps its route)' if self.mode == 'FASTEST_PATH'             else 'the next fastest path'
+        response.message = (f'waypoint ({waypoint[0]},{waypoint[1]}) for {when}' if waypoint is not None
+                            else f'no waypoint for {when}')
+        return response
+
+    def _known_obstacles_under(self, waypoint: tuple[int, int] | None) -> list[tuple[int, int]]:
+        """Explored obstacle cells under a robot centred on ``waypoint`` (none before any exploration)."""
+        if waypoint is None or self.explorer is None:
+            return []
+        b = self.explorer.belief
+        return [(x, y) for x, y in footprint(*waypoint) if b.explored[y, x] and b.obstacle[y, x]]
+
     def _ready(self) -> str:
         """'' when the cube, its driver, the navigator and the IR sensors are all there; else what is missing."""
         now = time.monotonic()

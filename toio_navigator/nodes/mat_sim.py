@@ -9,9 +9,15 @@ The virtual cube counts as connected while a driver publishes on its tx topic (o
 when that driver disappears the cube disconnects, forgets its settings and stops -- as a real cube does when the
 central goes away. Until then a dead driver's cube stops by the duration of its last motor command.
 
-Out: ``mat_sim/ground_truth`` (geometry_msgs/PoseArray, metres, frame ``mat``, cubes in ``cubes`` order) and, with
-``arena_layout`` set, ``<cube>/ir`` (toio_navigator/IrRanges) from the virtual IR sensors.
-The world is stepped on a timer by wall-clock time x ``real_time_factor`` in fixed physics steps.
+Out: ``mat_sim/ground_truth`` (geometry_msgs/PoseArray, metres, frame ``mat``, cubes in ``cubes`` order),
+``mat_sim/contacts`` (toio_navigator/ContactEvent, reliable, depth 100: one message when a pair of cubes starts
+touching, with the cumulative ``count``; see :class:`ContactTracker`) and, with ``arena_layout`` set,
+``<cube>/ir`` (toio_navigator/IrRanges) from the virtual IR sensors (for real cubes under a virtual arena see the
+virtual_ir node, which shares these parameters).
+The world is stepped on a timer by wall-clock time x ``real_time_factor`` in fixed physics steps; a BLE write
+arriving between two steps is timed by the firmware at its arrival (simulated time of the last step plus the
+wall-clock time since, x ``real_time_factor``), so the 45 ms motor-write rule and the command delay hold at
+that resolution, not at the 20 ms physics step.
 """
 from __future__ import annotations
 
@@ -28,9 +34,10 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from toio_navigator.cube import protocol as p
-from toio_navigator.msg import BleFrame, IrRanges
+from toio_navigator.msg import BleFrame, ContactEvent, IrRanges
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.ros_sim_link import BLE_QOS
+from toio_navigator.nodes.virtual_ir import ARENA_PARAMETERS, ArenaSensors, VirtualIrError
 from toio_navigator.sim.mats import MATS
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCube, VirtualCubes, cube_name
 from toio_navigator.sim.world import World, WorldParams, grid_poses
@@ -45,15 +52,12 @@ PARAMETERS: dict[str, tuple[object, str]] = {
     'real_time_factor': (1.0, 'simulated seconds per wall-clock second'),
     'firmware_version': ('2.4.0', 'BLE protocol version the virtual cubes report and implement (2.0.0..2.5.0)'),
     'command_delay_s': (WorldParams.command_delay, 'write -> effect latency of motor commands'),
-    'min_command_interval_s': (WorldParams.min_command_interval, 'the cube ignores a motor write this soon after '
-                                                                 'the last accepted one'),
+    'min_command_interval_s': (WorldParams.min_command_interval, 'the cube ignores a motor write arriving this soon '
+                                                                 'after the last accepted one (0 = never)'),
     'position_noise': (0.0, 'std of reported positions, mat units'),
     'ground_truth_rate_hz': (20.0, 'mat_sim/ground_truth publish rate (0 = off)'),
-    'arena_layout': ('', 'arena layout JSON; when set, publish <cube>/ir from virtual IR sensors'),
-    'arena_origin_x': (100.0, 'mat x (units) of the arena top-left corner'),
-    'arena_origin_y': (50.0, 'mat y (units) of the arena top-left corner'),
-    'arena_cell_size': (20.0, 'arena cell side, mat units'),
-    'ir_rate_hz': (10.0, '<cube>/ir publish rate'),
+    **ARENA_PARAMETERS,     # arena_layout ('' = no <cube>/ir), arena_origin_x/y, arena_cell_size, ir_rate_hz, ir_noise
+    'contact_slack_units': (1e-6, 'mat_sim/contacts: discs closer than 2 radii + this touch (float rounding)'),
     'link_check_period_s': (0.2, 'how often to notice drivers appearing / disappearing'),
 }
 
@@ -65,6 +69,50 @@ class MatSimError(ValueError):
 def _need(condition: bool, name: str, message: str) -> None:
     if not condition:
         raise MatSimError(f'parameter {name}: {message}')
+
+
+class ContactTracker:
+    """Contact starts between the World's cubes, found after every physics step (plain Python, a World listener).
+
+    Two cubes touch when their collision discs meet: centre distance <= 2 x ``body_radius`` + ``slack`` (the
+    World's contact solver leaves touching pairs at exactly that distance or a hair closer). A pair is reported
+    when it starts touching and again only after it has separated. Lifted cubes touch nothing (as in the World).
+    ``events`` collects (sim_time, i, j, x, y, approach_speed) until the host takes them; ``count`` never resets.
+    Contacts that begin and end inside one 20 ms step are not seen (the World resolves them in sub-steps).
+    """
+
+    def __init__(self, world: World, slack: float = 1e-6) -> None:
+        self.slack = slack
+        self.touching = np.zeros((world.n, world.n), dtype=bool)
+        self.events: list[tuple[float, int, int, float, float, float]] = []
+        self.count = 0
+        world.attach(self)
+
+    def before_step(self, world: World) -> None:
+        pass
+
+    def after_step(self, world: World) -> None:
+        dx = world.x[None, :] - world.x[:, None]          # [i, j] = j - i
+        dy = world.y[None, :] - world.y[:, None]
+        touching = np.hypot(dx, dy) <= 2 * world.params.body_radius + self.slack
+        touching &= ~world.lifted[:, None] & ~world.lifted[None, :]
+        touching = np.triu(touching, k=1)
+        new = touching & ~self.touching
+        self.touching = touching
+        if not new.any():
+            return
+        v = world.wheel_speed.mean(axis=1)
+        vx, vy = np.cos(world.theta) * v, np.sin(world.theta) * v
+        for i, j in zip(*np.nonzero(new)):
+            dist = max(math.hypot(dx[i, j], dy[i, j]), 1e-9)
+            approach = ((vx[i] - vx[j]) * dx[i, j] + (vy[i] - vy[j]) * dy[i, j]) / dist
+            self.count += 1
+            self.events.append((world.time, int(i), int(j), float(world.x[i] + world.x[j]) / 2,
+                                float(world.y[i] + world.y[j]) / 2, max(float(approach), 0.0)))
+
+    def take(self) -> list[tuple[float, int, int, float, float, float]]:
+        events, self.events = self.events, []
+        return events
 
 
 class _CubePort:
@@ -150,7 +198,7 @@ class MatSimNode(Node):
             _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] > 0, name,
                   f'must be a number > 0, got {v[name]!r}')
         for name in ('ground_truth_rate_hz', 'ir_rate_hz', 'command_delay_s', 'min_command_interval_s',
-                     'position_noise', 'arena_cell_size'):
+                     'position_noise', 'arena_cell_size', 'contact_slack_units'):
             _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] >= 0, name,
                   f'must be a number >= 0, got {v[name]!r}')
         _need(isinstance(v['seed'], int) and not isinstance(v['seed'], bool), 'seed',
@@ -164,20 +212,21 @@ class MatSimNode(Node):
               'firmware_version', f'must be 2.0.0..2.5.0, got {firmware.version}')
         try:
             dt = 1.0 / float(v['physics_rate_hz'])
-            # the firmware sees writes at physics-step resolution (world time moves in steps of dt): compared
-            # as is, a 45 ms rule would reject writes 50 ms apart whenever they land 2 steps apart (40 ms), i.e.
-            # act like a 60 ms rule. Half a step of tolerance restores the real cube's threshold on average.
             params = WorldParams(dt=dt, command_delay=float(v['command_delay_s']),
-                                 min_command_interval=max(0.0, float(v['min_command_interval_s']) - 0.5 * dt),
+                                 min_command_interval=float(v['min_command_interval_s']),
                                  position_noise=float(v['position_noise']))
             self.world = World(poses, mat=str(v['mat']), params=params, seed=int(v['seed']))
         except ValueError as exc:
             raise MatSimError(f'world: {exc}') from None
         self.cube_names = cubes
-        self.firmware = VirtualCubes(self.world, firmware, names=[cube_name(i) for i in range(len(cubes))])
-        self.ports = [_CubePort(self, name, self.firmware[i]) for i, name in enumerate(cubes)]
         self.real_time_factor = float(v['real_time_factor'])
         self._last_step = time.monotonic()
+        self._sim_elapsed = 0.0      # simulated seconds handed to world.step (world.time lags by < one step)
+        self.firmware = VirtualCubes(self.world, firmware, names=[cube_name(i) for i in range(len(cubes))],
+                                     arrival_clock=self.arrival_time)
+        self.contacts = ContactTracker(self.world, float(v['contact_slack_units']))
+        self._pub_contacts = self.create_publisher(ContactEvent, 'mat_sim/contacts', BLE_QOS)
+        self.ports = [_CubePort(self, name, self.firmware[i]) for i, name in enumerate(cubes)]
         self.create_timer(params.dt, self._step)
         self.create_timer(float(v['link_check_period_s']), self._check_links)
         self._pub_truth = self.create_publisher(PoseArray, 'mat_sim/ground_truth', 10)
@@ -200,25 +249,38 @@ class MatSimNode(Node):
         return np.asarray(values, dtype=float).reshape(n, 3)
 
     def _setup_arena(self, v: dict) -> None:
-        from toio_navigator.arena.layout import LayoutError, load_layout
-        from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors
         try:
-            layout = load_layout(str(v['arena_layout']))
-            mapping = ArenaMatMapping(float(v['arena_origin_x']), float(v['arena_origin_y']),
-                                      float(v['arena_cell_size']), layout.cols, layout.rows)
-        except (LayoutError, ValueError) as exc:
-            raise MatSimError(f'parameter arena_layout: {exc}') from None
-        _need(v['ir_rate_hz'] > 0, 'ir_rate_hz', 'must be > 0 when arena_layout is set')
-        self._ir = (VirtualIrSensors(layout.obstacles, seed=int(v['seed'])), mapping,
-                    [self.create_publisher(IrRanges, f'{name}/ir', 10) for name in self.cube_names])
-        self.create_timer(1.0 / v['ir_rate_hz'], self._publish_ir)
+            arena = ArenaSensors(v, seed=int(v['seed']))
+        except VirtualIrError as exc:
+            raise MatSimError(str(exc)) from None
+        self._ir = (arena, [self.create_publisher(IrRanges, f'{name}/ir', 10) for name in self.cube_names])
+        self.create_timer(1.0 / arena.rate_hz, self._publish_ir)
+
+    def arrival_time(self) -> float:
+        """The simulated time now, finer than the physics step: when a BLE write arrives (firmware clock)."""
+        since = min((time.monotonic() - self._last_step) * self.real_time_factor, 0.25 * self.real_time_factor)
+        return self._sim_elapsed + since
 
     # ------------------------------------------------------------------------------------------ timers
     def _step(self) -> None:
         now = time.monotonic()
         # a stalled process must not make the cubes jump: advance at most a quarter second per tick
-        self.world.step(min((now - self._last_step) * self.real_time_factor, 0.25 * self.real_time_factor))
+        advance = min((now - self._last_step) * self.real_time_factor, 0.25 * self.real_time_factor)
+        self._sim_elapsed += advance
         self._last_step = now
+        self.world.step(advance)
+        events = self.contacts.take()
+        if events:
+            self._publish_contacts(events)
+
+    def _publish_contacts(self, events) -> None:
+        stamp = self.get_clock().now().to_msg()
+        first = self.contacts.count - len(events) + 1
+        for k, (t, i, j, x, y, approach) in enumerate(events):
+            msg = ContactEvent(sim_time=float(t), cube_a=self.cube_names[i], cube_b=self.cube_names[j], x=x, y=y,
+                               approach_speed=approach, count=first + k)
+            msg.header.stamp, msg.header.frame_id = stamp, 'mat'
+            self._pub_contacts.publish(msg)
 
     def _check_links(self) -> None:
         for port in self.ports:
@@ -235,17 +297,14 @@ class MatSimNode(Node):
         self._pub_truth.publish(msg)
 
     def _publish_ir(self) -> None:
-        sensors, mapping, publishers = self._ir
+        arena, publishers = self._ir
         stamp = self.get_clock().now().to_msg()
         for i, publisher in enumerate(publishers):
             x, y, theta = (float(a) for a in self.world.poses[i])
             msg = IrRanges()
             msg.header.stamp = stamp
             msg.header.frame_id = f'{self.cube_names[i]}/base_link'
-            if mapping.inside(x, y) and not self.world.lifted[i]:
-                msg.ranges = list(sensors.read_ranges(mapping.mat_to_pose(x, y, theta)))
-            else:
-                msg.ranges = [-1] * 6
+            msg.ranges = arena.ranges(x, y, theta, readable=not self.world.lifted[i])
             publisher.publish(msg)
 
 
