@@ -207,7 +207,6 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     from rclpy.node import Node
     from rclpy.qos import qos_profile_sensor_data
 
-    from toio_navigator.bags.record import BagWriter, TopicRecorder
     from toio_navigator.msg import CubeState, NavGoal, NavResult
     from toio_navigator.nodes import bringup
     from toio_navigator.srv import SetGoal
@@ -222,8 +221,6 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     node = Node('demo', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    writer = BagWriter(bag_dir, 'mcap')
-    recorder = TopicRecorder(node, writer)
     tracker = Tracker(n)
     states: dict[str, object] = {}
     reached: dict[str, bool] = {}
@@ -246,7 +243,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                                  qos_profile_sensor_data)
         node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: on_result(c, m), 10)
     set_goal = node.create_client(SetGoal, 'navigator/set_goal')
-    node.create_timer(0.5, recorder.discover)
+    recorder = None
     timed_out = False
     try:
         # another bringup on this domain would mix its cubes with ours: look before starting
@@ -260,12 +257,19 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
             raise DemoError(f'ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")} already has '
                             f'{", ".join(foreign[:4])}{" ..." if len(foreign) > 4 else ""} running; stop it or '
                             f'choose another ROS_DOMAIN_ID')
+        # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
+        # and delay messages, and a bag that lost inputs cannot replay
+        recorder = _start_recorder(bag_dir, log_dir)
         children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
               'every cube driver to connect and read its position', children)
         _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children)
-        recorder.discover()
+        if recorder.poll() is not None:
+            raise DemoError(f'the recorder stopped (see {log_dir / "record.log"})')
+        settle = time.monotonic() + 1.0         # the recorder discovers new topics every 0.5 s
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
         print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
         starts = np.array([(states[c].x, states[c].y) for c in names])
         goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
@@ -307,8 +311,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
         while time.monotonic() < settle:
             executor.spin_once(timeout_sec=0.02)
     finally:
-        recorder.stop()
-        writer.close()
+        _stop_recorder(recorder)
         children.stop()
         executor.shutdown()
         node.destroy_node()
@@ -323,9 +326,59 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     print('summary')
     for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out):
         print('  ' + line)
-    topics = sum(1 for c in writer.counts.values() if c)
-    for name, why in sorted(recorder.skipped.items()):
-        print(f'  not recorded:      {name} ({why})')
-    print(f'  recorded {sum(writer.counts.values())} messages on {topics} topics; total run '
+    counts = bag_message_counts(bag_dir)
+    for line in _recorder_complaints(log_dir / 'record.log'):
+        print(f'  recorder:          {line}')
+    print(f'  recorded {sum(counts.values())} messages on {sum(1 for c in counts.values() if c)} topics; total run '
           f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
     return 0 if ok else 1
+
+
+# ------------------------------------------------------------------------------------------------ the recorder
+
+def _start_recorder(bag_dir: Path, log_dir: Path):
+    """`toio-nav record -o BAG` as a child process (every topic, the navigator's parameters in custom_data)."""
+    import subprocess
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / 'record.log', 'w')
+    try:
+        return subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'record', '-o', str(bag_dir)],
+                                stdout=log, stderr=subprocess.STDOUT)
+    finally:
+        log.close()                      # the child holds its own descriptor
+
+
+def _stop_recorder(proc, timeout: float = 15.0) -> None:
+    """SIGTERM (the recorder closes the bag on it), then wait; kill only a recorder that does not stop."""
+    import signal
+    import subprocess
+
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def bag_message_counts(bag_dir: Path) -> dict[str, int]:
+    """{topic: messages} from a rosbag2 directory's metadata.yaml ({} if there is none or it is unreadable)."""
+    import yaml
+
+    try:
+        info = yaml.safe_load((Path(bag_dir) / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+        return {t['topic_metadata']['name']: int(t['message_count']) for t in info['topics_with_message_count']}
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def _recorder_complaints(log: Path) -> list[str]:
+    """The recorder's stderr lines worth showing (skipped topics, a navigator that never answered)."""
+    try:
+        lines = log.read_text().splitlines()
+    except OSError:
+        return ['no log']
+    return [ln.strip() for ln in lines if 'skipped' in ln or 'never' in ln or 'Traceback' in ln][:10]

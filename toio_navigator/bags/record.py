@@ -100,6 +100,15 @@ class BagWriter:
         self.add_topic(topic, msgtype)
         self.write(topic, timestamp_ns, self.store.serialize_cdr(message, msgtype))
 
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Store ``key: value`` (strings) in the bag's metadata custom_data (e.g. the navigator's parameters)."""
+        if not (isinstance(key, str) and isinstance(value, str)):
+            raise BagError(f'custom_data {key!r}: key and value must be strings')
+        with self._lock:
+            if self.closed:
+                raise BagError('the bag is closed')
+            self._writer.set_custom_data(key, value)
+
     def close(self) -> None:
         with self._lock:
             if not self.closed:

@@ -76,8 +76,10 @@ class ParameterGrabber:
         if result is None:
             return
         self.parameters = {n: _storable(parameter_value_to_python(v)) for n, v in zip(names, result.values)}
-        # rosbags' Writer is where custom_data goes; BagWriter keeps it as _writer (no public setter yet)
-        self.writer._writer.set_custom_data(PARAMETERS_KEY, json.dumps(dict(sorted(self.parameters.items()))))
+        try:
+            self.writer.set_custom_data(PARAMETERS_KEY, json.dumps(dict(sorted(self.parameters.items()))))
+        except BagError:
+            self.parameters = None         # the bag closed before the answer came: say so at the end
 
 
 def _storable(value):

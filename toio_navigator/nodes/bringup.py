@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = 'toio_navigator'
-PROFILES = ('sim', 'real')
+PROFILES = ('sim', 'real', 'arena')
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,15 @@ class NodeSpec:
 
 
 NODES: tuple[NodeSpec, ...] = (
-    NodeSpec('mat_sim', 'toio_navigator.nodes.mat_sim', 'MatSimNode', False, ('sim',)),
-    NodeSpec('cube_driver', 'toio_navigator.nodes.cube_driver', 'CubeDriverNode', True, ('sim', 'real')),
-    NodeSpec('navigator', 'toio_navigator.nodes.navigator', 'NavigatorNode', False, ('sim', 'real')),
+    NodeSpec('mat_sim', 'toio_navigator.nodes.mat_sim', 'MatSimNode', False, ('sim', 'arena')),
+    NodeSpec('cube_driver', 'toio_navigator.nodes.cube_driver', 'CubeDriverNode', True, ('sim', 'real', 'arena')),
+    NodeSpec('navigator', 'toio_navigator.nodes.navigator', 'NavigatorNode', False, ('sim', 'real', 'arena')),
+    NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False, ('arena',)),
 )
 
 #: parameter files of each profile, applied in order (later files override earlier ones)
-PROFILE_FILES = {'sim': ('navigator.yaml', 'sim.yaml'), 'real': ('navigator.yaml', 'real.yaml')}
+PROFILE_FILES = {'sim': ('navigator.yaml', 'sim.yaml'), 'real': ('navigator.yaml', 'real.yaml'),
+                 'arena': ('navigator.yaml', 'arena.yaml')}
 
 
 class BringupError(ValueError):
@@ -264,11 +266,15 @@ def run_single(nodes, param_files, extra=None, duration: float | None = None) ->
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--profile', choices=PROFILES, default='sim',
-                        help='sim: mat_sim + simulated drivers + navigator; real: BLE drivers + navigator')
+                        help='sim: mat_sim + simulated drivers + navigator; real: BLE drivers + navigator; '
+                             'arena: sim + the arena_explorer (config/arena.yaml)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='parameter file (repeatable, later ones override); default: the profile\'s files '
                              'in config/ (navigator.yaml + sim.yaml or real.yaml)')
     how = parser.add_mutually_exclusive_group()
+    # both flags write `single`; argparse takes a dest's default from the first action added, and store_false
+    # defaults to True, so without this line no flag meant --single
+    parser.set_defaults(single=False)
     how.add_argument('--processes', dest='single', action='store_false', help='one process per node (default)')
     how.add_argument('--single', dest='single', action='store_true', help='all nodes in this process')
     parser.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
