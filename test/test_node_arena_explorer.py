@@ -125,6 +125,7 @@ def defaults(**changes):
 @pytest.mark.parametrize('changes, named', [
     (dict(waypoint=[15, 3]), 'waypoint'),
     (dict(waypoint=[1, 2, 3]), 'waypoint'),
+    (dict(waypoint=[0, 5]), 'robot centre'),
     (dict(cube='1cube'), 'cube'),
     (dict(arena_cell_size=0.0), 'arena_cell_size'),
     (dict(goal_tolerance=12.0), 'goal_tolerance'),       # more than half a 20-unit cell: could stop in the next cell
@@ -222,3 +223,51 @@ def test_node_process_exits_2_naming_a_bad_parameter(child_env, tmp_path, arg, n
                            *extra], env=child_env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert named in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def test_a_waypoint_must_be_a_robot_centre_whose_footprint_stays_in_the_arena():
+    for bad in ([0, 5], [14, 5], [5, 0], [5, 19]):
+        with pytest.raises(ArenaNodeError, match='not a valid robot centre'):
+            parse_waypoint(bad)
+    assert parse_waypoint([1, 1]) == (1, 1) and parse_waypoint([13, 18]) == (13, 18)
+
+
+def test_set_waypoint_service_over_dds_sets_the_parameter_and_refuses_bad_cells(node, explored_sample):
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    from toio_navigator.arena.geometry import centre_in_range
+    from toio_navigator.srv import SetWaypoint
+    user = Node('user', context=node.context)
+    client = user.create_client(SetWaypoint, '/arena_explorer/set_waypoint')
+    ex = SingleThreadedExecutor(context=node.context)
+    ex.add_node(node)
+    ex.add_node(user)
+
+    def call(x: int, y: int):
+        future = client.call_async(SetWaypoint.Request(x=x, y=y))
+        ex.spin_until_future_complete(future, timeout_sec=10.0)
+        assert future.done(), 'arena_explorer/set_waypoint did not answer'
+        return future.result()
+
+    try:
+        assert client.wait_for_service(timeout_sec=10.0)
+        r = call(3, 4)
+        assert r.success and '(3,4)' in r.message
+        assert node.settings.waypoint == (3, 4) and list(node.get_parameter('waypoint').value) == [3, 4]
+        for x, y, why in [(15, 3, 'outside the arena'), (0, 5, 'not a valid robot centre'),
+                          (-1, 7, 'outside the arena')]:
+            r = call(x, y)
+            assert not r.success and why in r.message
+            assert node.settings.waypoint == (3, 4)          # a refusal changes nothing
+        layout, explorer = explored_sample
+        node.explorer = explorer                             # an explored map: obstacles it knows are refused
+        oy, ox = next((y, x) for y, x in zip(*np.nonzero(layout.obstacles)) if centre_in_range(x, y))
+        r = call(int(ox), int(oy))
+        assert not r.success and 'obstacle' in r.message and f'({ox},{oy})' in r.message
+        assert node.settings.waypoint == (3, 4)
+        r = call(-1, -1)
+        assert r.success and node.settings.waypoint is None
+        assert list(node.get_parameter('waypoint').value) == [-1, -1]
+    finally:
+        user.destroy_node()
