@@ -49,12 +49,13 @@ class VirtualIrError(ValueError):
     """A parameter of the virtual IR sensors has a value they cannot work with."""
 
 
-def _number(v: dict, name: str, low: float, strict: bool = False) -> float:
+def _number(v: dict, name: str, low: float, strict: bool = False, high: float = math.inf) -> float:
     value = v[name]
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and (value > low if strict else value >= low)
+        and (value > low if strict else value >= low) and value <= high
     if not ok:
-        raise VirtualIrError(f'parameter {name}: must be a number {">" if strict else ">="} {low:g}, got {value!r}')
+        bound = f'{">" if strict else ">="} {low:g}' + (f' and <= {high:g}' if high < math.inf else '')
+        raise VirtualIrError(f'parameter {name}: must be a number {bound}, got {value!r}')
     return float(value)
 
 
@@ -70,7 +71,7 @@ class ArenaSensors:
         origin = (_number(v, 'arena_origin_x', -1e5), _number(v, 'arena_origin_y', -1e5))
         cell = _number(v, 'arena_cell_size', 0.0, strict=True)
         self.rate_hz = _number(v, 'ir_rate_hz', 0.0, strict=True)
-        noise = _number(v, 'ir_noise', 0.0)
+        noise = _number(v, 'ir_noise', 0.0, high=1.0)
         try:
             layout = load_layout(v['arena_layout'])
             self.mapping = ArenaMatMapping(*origin, cell, layout.cols, layout.rows)
