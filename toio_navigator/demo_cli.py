@@ -4,8 +4,9 @@ Eight simulated cubes on the toio collection mat swap places through the centre.
 bringup (mat_sim, one cube_driver per cube, the navigator: the same nodes and YAML as `toio-nav bringup`, one
 process each, over real DDS), waits until every driver is connected, sends every cube its goal through the
 navigator's ``navigator/set_goal`` service, prints a progress line while they drive and, at the end, a summary
-(all reached?, time, minimum clearance, contacts). It leaves in the output folder a rosbag2 (mcap) of all topics
-and a PNG of the trajectories. Exit code 0 only if every cube arrived without a single contact.
+(all reached?, time, minimum clearance, contacts). It leaves in the output folder a rosbag2 (mcap) of the
+navigator's inputs and outputs and the ground truth (recorded by a `toio-nav record` child process, so
+`toio-nav replay` can check it) and a PNG of the trajectories. Exit code 0 only if every cube arrived without a single contact.
 """
 from __future__ import annotations
 
@@ -259,7 +260,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                             f'choose another ROS_DOMAIN_ID')
         # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
         # and delay messages, and a bag that lost inputs cannot replay
-        recorder = _start_recorder(bag_dir, log_dir)
+        recorder = _start_recorder(bag_dir, log_dir, names)
         children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
@@ -336,15 +337,23 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
 
 # ------------------------------------------------------------------------------------------------ the recorder
 
-def _start_recorder(bag_dir: Path, log_dir: Path):
-    """`toio-nav record -o BAG` as a child process (every topic, the navigator's parameters in custom_data)."""
+def recorded_topics(names: list[str]) -> list[str]:
+    """What the demo bag holds: the navigator's inputs and outputs (replay) and the simulator's ground truth
+    (render). Not every topic: on a 2-core machine a recorder of all ~70 topics (BLE frames, IMU, poses, ...)
+    falls behind and drops states, and a bag that lost the navigator's inputs cannot replay."""
+    per_cube = ('state', 'goal', 'nav_result', 'motor_cmd', 'link_state')
+    return [f'/{c}/{t}' for c in names for t in per_cube] + ['/mat_sim/ground_truth']
+
+
+def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str]):
+    """`toio-nav record -o BAG TOPICS...` as a child process (the navigator's parameters go in custom_data)."""
     import subprocess
 
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / 'record.log', 'w')
     try:
-        return subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'record', '-o', str(bag_dir)],
-                                stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'record', '-o', str(bag_dir),
+                                 *recorded_topics(names)], stdout=log, stderr=subprocess.STDOUT)
     finally:
         log.close()                      # the child holds its own descriptor
 

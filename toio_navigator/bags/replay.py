@@ -1,26 +1,20 @@
 """Replay a recorded run through a fresh navigator and compare what it decides with what was recorded.
 
-Offline, through the core: the bag's ``<cube>/state`` and ``<cube>/goal`` messages go into a new
-:class:`~toio_navigator.nodes.navigator.SwarmController` at the recorded tick times (``NavResult.header.stamp``),
-and every recorded ``<cube>/nav_result`` and ``<cube>/motor_cmd`` is compared field by field, within tolerances,
-with the controller's decision of the same tick. The first divergence names the time, topic, field and both
-values. No rclpy: bags are read with rosbags.
+Offline, through the core (no rclpy; bags are read with rosbags): every recorded tick is rebuilt from what its
+``<cube>/nav_result`` says the navigator used (the state's header stamp ``state_stamp``, looked up among the
+bag's ``<cube>/state`` messages, and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed,
+tolerance, so goals sent through the ``navigator/set_goal`` service replay too), then a
+:class:`~toio_navigator.navigation.controller.SwarmController` steps at the tick stamp (``header.stamp``) and its
+decision is compared field by field, within tolerances, with the recorded NavResult and MotorCommand. The
+navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
+divergence names the time, topic, field and both values.
 
-What the replay assumes, because a bag does not say it (see the module's report for the proposed fix):
-  * the states the navigator used at a tick are the latest ones stamped (``CubeState.header.stamp``, the driver's
-    receive time) before the tick's stamp; a state stamped within ``ambiguity_s`` of the tick may instead have
-    arrived just after it, and when the first choice diverges the other is tried (counted in the report);
-  * the controller's clock is the ROS clock of the stamps (the node uses ``time.monotonic``, which only differs by
-    a constant offset and microseconds of jitter), and a state counts as received at its stamp;
-  * a goal takes effect at the first tick whose NavResult shows its ``goal_id`` (else the first tick after the
-    recorder received it); goals sent through the ``navigator/set_goal`` service are in no bag, so they must be
-    given with ``extra_goals`` (:func:`demo_swap_goals` rebuilds the demo's);
-  * a MotorCommand (no header) belongs to the tick of the same cube's NavResult received nearest to it.
+What the replay still assumes: a MotorCommand (no header) belongs to the tick of the same cube's next command in
+order; run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
+are used); a goal re-sent with the same id and fields is not seen as new.
 """
 from __future__ import annotations
 
-import copy
-import inspect
 import json
 import math
 import re
@@ -29,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.navigation.controller import stamp_seconds
 from toio_navigator.nodes.navigator import (SETTING_PARAMETERS, CubeHandleParams, NavigatorParams,
                                             NavigatorSettings, SwarmController, apply_reference_parameter,
                                             coerce_setting, reference_parameters)
@@ -36,9 +31,10 @@ from toio_navigator.nodes.navigator import (SETTING_PARAMETERS, CubeHandleParams
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
               'reached', 'mode', 'planner')
+#: what a NavResult records of the tick's inputs (the state used, the goal pursued)
+INPUT_FIELDS = ('state_stamp', 'goal_x', 'goal_y', 'direction', 'max_speed', 'tolerance')
 MOTOR_FIELDS = ('left', 'right', 'duration_ms')
 FLOAT_FIELDS = ('waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
-AGE_SHIFT = 0.0
 UNSEEN = -1e4                        # SwarmController's position (and waypoint) of a cube it has no state of
 DEFAULT_FLOAT_TOLERANCE = 1e-6       # same code, same float64 inputs: only rounding noise is forgiven
 NODE_ONLY_PARAMETERS = ('markers_every', 'tick_on_fresh_states', 'use_sim_time', 'start_type_description_service')
@@ -105,8 +101,12 @@ def _natural(name: str):
     return [int(p) if p.isdigit() else p for p in re.split(r'(\d+)', name)]
 
 
+def _time_ns(t) -> int:
+    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
+
+
 def _stamp_ns(msg) -> int:
-    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+    return _time_ns(msg.header.stamp)
 
 
 def bag_custom_data(path: Path) -> dict:
@@ -165,7 +165,12 @@ def read_recording(path: str | Path) -> Recording:
                 goals.append(GoalIn(bag_ns, cube, int(msg.goal_id), str(msg.cube), float(msg.x), float(msg.y),
                                     int(msg.direction), float(msg.max_speed), float(msg.tolerance)))
             elif kind == 'nav_result':
-                results.append((_stamp_ns(msg), bag_ns, cube, {f: _plain(getattr(msg, f)) for f in NAV_FIELDS}))
+                if not all(hasattr(msg, f) for f in INPUT_FIELDS):
+                    raise ReplayError(f'{path}: its NavResult has no state_stamp / goal fields (recorded by an older '
+                                      'navigator): the ticks cannot be rebuilt; record the run again')
+                fields_ = {f: _plain(getattr(msg, f)) for f in NAV_FIELDS + INPUT_FIELDS[1:]}
+                fields_['state_stamp_ns'] = _time_ns(msg.state_stamp)
+                results.append((_stamp_ns(msg), bag_ns, cube, fields_))
             else:
                 motors.append((bag_ns, cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
     finally:
@@ -307,28 +312,6 @@ def default_parameter_files() -> list[Path]:
     return [path] if path.is_file() else []
 
 
-# ------------------------------------------------------------------------------------------------ goals not in bags
-
-def demo_swap_goals(rec: Recording, mat_rect=(45.0, 45.0, 455.0, 455.0)) -> list[GoalIn]:
-    """The goals `toio-nav demo` sent through navigator/set_goal (not recorded): each cube's position before its
-    goal took effect, mirrored through the mat centre (demo_cli.swap_goals), with the goal_id its NavResults show."""
-    from toio_navigator.demo_cli import swap_goals
-
-    out = []
-    for cube in rec.cubes:
-        first = next((t for t in rec.ticks if t.results.get(cube, {}).get('goal_id')), None)
-        if first is None:
-            continue
-        before = [s for s in rec.states if s.cube == cube and s.stamp_ns < first.stamp_ns]
-        if not before:
-            continue
-        gx, gy = swap_goals(np.array([[before[-1].x, before[-1].y]]), mat_rect)[0]
-        # bag_ns just before the tick: applied right before the first tick that shows the id
-        out.append(GoalIn(first.stamp_ns - 1, cube, int(first.results[cube]['goal_id']), cube, float(gx),
-                          float(gy), 0))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------ comparison
 
 @dataclass(frozen=True)
@@ -358,7 +341,6 @@ class ReplayReport:
     compared: dict[str, int] = field(default_factory=lambda: {'nav_result': 0, 'motor_cmd': 0})
     diverged: dict[str, int] = field(default_factory=lambda: {'nav_result': 0, 'motor_cmd': 0})
     divergences: list[Divergence] = field(default_factory=list)     # the first few, in time order
-    ambiguous_resolved: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -378,9 +360,6 @@ class ReplayReport:
             lines.append(self.first.describe())
             lines.append(f'diverging messages: nav_result {self.diverged["nav_result"]}, motor_cmd '
                          f'{self.diverged["motor_cmd"]}')
-        if self.ambiguous_resolved:
-            lines.append(f'{self.ambiguous_resolved} ticks matched only with a state stamped just before the tick '
-                         'treated as arriving after it')
         lines += [f'note: {n}' for n in self.notes]
         return '\n'.join(lines)
 
@@ -427,170 +406,74 @@ def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: di
 
 # ------------------------------------------------------------------------------------------------ offline replay
 
-@dataclass
-class _Snapshot:
-    """Everything the replay carries from one tick to the next."""
-    ctrl: SwarmController
-    pending: list[StateIn]          # states stamped before the next tick but not yet given to the controller
-    si: int                         # next state of rec.states to look at
-    seen: frozenset                 # cubes that have had a state
-    sent: dict                      # per cube: recorded MotorCommands consumed
-    age_ub: dict                    # per cube: upper bound of the controller's smoothed state age
-
-
-@dataclass
-class _Frame:
-    """One replayed tick: where it started, the choices not yet tried, and what the chosen one gave."""
-    k: int
-    before: _Snapshot
-    choices: object                 # iterator of (after, deferred, diffs, compared, motors)
-    after: _Snapshot | None = None
-    deferred: frozenset = frozenset()
-    diffs: list = field(default_factory=list)
-    compared: bool = False
-    motors: int = 0
-
-
 def replay_recording(rec: Recording, settings: NavigatorSettings, params: NavigatorParams,
-                     handle: CubeHandleParams, *, tolerances: dict | None = None, extra_goals=(),
-                     ambiguity_s: float = 0.05, max_trials: int = 64, lookback: int = 3,
-                     max_backtracks: int = 8, resync: bool = True, keep: int = 20) -> ReplayReport:
-    """Drive a fresh SwarmController with the recorded inputs at the recorded ticks and compare its outputs.
+                     handle: CubeHandleParams, *, tolerances: dict | None = None, resync: bool = True,
+                     keep: int = 20) -> ReplayReport:
+    """Drive a fresh SwarmController with each recorded tick's own inputs and compare its outputs.
 
-    Which states arrived before a tick is not recorded: the replay first assumes every state stamped before the
-    tick, and if that diverges tries treating the last states (stamped within ``ambiguity_s``) as late; if no
-    choice matches it revisits the choices of up to ``lookback`` earlier ticks (a wrong choice can match one tick
-    and diverge later). With ``resync`` the controller's memory of the commands it sent is set to the recorded
-    commands after each tick, so a tolerated or reported difference does not snowball into every later tick.
-    Ticks before every cube has a recorded state are a warm-up: stepped, not compared, and
-    the recorded motor commands replace the replay's (the navigator had inputs from before the recording)."""
+    Before tick k, every cube's controller state is set from the tick's NavResult: the state stamped
+    ``state_stamp`` (looked up in the bag) and the goal it shows (applied when it differs from the last one);
+    then the controller steps at the tick stamp. Nothing is guessed, so the same navigator gives the same
+    outputs. With ``resync`` the controller's memory of the commands it sent is set to the recorded commands, so
+    one reported difference does not snowball into every later tick. Ticks before the navigator had seen every
+    cube (its NavResults show the far-away placeholder) are a warm-up: stepped, not compared, and the recorded
+    commands replace the replay's (the navigator ran before the recording started)."""
     report = ReplayReport(rec.path, notes=list(rec.notes))
     tol = {'*': DEFAULT_FLOAT_TOLERANCE, **(tolerances or {})}
-    t0 = rec.start_ns = min([rec.start_ns] + [t.stamp_ns for t in rec.ticks[:1]] + [s.stamp_ns for s in rec.states[:1]])
-    now = [0.0]
-    ctrl = SwarmController(settings, params, handle, clock=lambda: now[0])
-    takes_age = 'age' in inspect.signature(ctrl.update_state).parameters
-    goals = _schedule_goals(list(rec.goals) + list(extra_goals), rec.ticks)
-    inferred = [0]
-
-    # the navigator may have missed the first states the recorder got (discovery at start-up): compare only from
-    # the first tick whose NavResults show every cube seen (an unseen cube's waypoint is the far-away placeholder)
-    first_seen_by_navigator = next((k for k, t in enumerate(rec.ticks) if len(t.results) == len(rec.cubes) and all(
-        r['waypoint_x'] != UNSEEN for r in t.results.values())), 0)
-    diverged = [False]        # after the first real divergence the later ticks get no search (speed)
-
-    def choices(k: int, snap: _Snapshot):
-        tick = rec.ticks[k]
-        pending, si = list(snap.pending), snap.si
-        while si < len(rec.states) and rec.states[si].stamp_ns < tick.stamp_ns:
-            pending.append(rec.states[si])
-            si += 1
-        tick_s = (tick.stamp_ns - t0) / 1e9
-        compare = k >= first_seen_by_navigator and \
-            all(c in snap.seen or any(s.cube == c for s in pending) for c in rec.cubes)
-        trials = max_trials if compare and not diverged[0] else 1
-        motor_only = []               # (pre-step controller, deferred, age bound, diffs): age search, second pass
-        for deferred in _deferral_choices(pending, tick.stamp_ns, ambiguity_s, trials):
-            trial = _clone(snap.ctrl)
-            for g in goals.get(k, ()):
-                reason = trial.set_goal(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance,
-                                        msg_cube=g.msg_cube)
-                if reason and not deferred:
-                    report.notes.append(f'goal {g.goal_id} for {g.cube} rejected in the replay: {reason}')
-            age_ub = dict(snap.age_ub)
-            for s in pending:
-                if s not in deferred:
-                    now[0] = (s.stamp_ns - t0) / 1e9
-                    extra = {'age': max(0.0, (s.bag_ns - s.stamp_ns) / 1e9)} if takes_age else {}
-                    trial.update_state(s.cube, s.x, s.y, s.theta, s.on_mat, s.link_state, **extra)
-                    # it arrived before this tick: its age on arrival was at most tick - stamp (smoothed alike)
-                    age_ub[s.cube] = 0.8 * age_ub.get(s.cube, 0.0) + 0.2 * (tick.stamp_ns - s.stamp_ns) / 1e9
-            now[0] = tick_s
-            pre = _clone(trial) if compare and takes_age and not diverged[0] else None
-            commands = trial.step(tick_s)
-            sent = dict(snap.sent)
-            if compare:
-                forced: list = []
-                diffs = _compare(tick, commands, rec, tol, trial.settings, sent, forced)
-                if diffs and pre is not None and all(d.topic.endswith('motor_cmd') for d in diffs):
-                    motor_only.append((pre, deferred, age_ub, diffs))
-            else:
-                diffs, forced = [], []
-                _adopt_recorded_motors(trial, rec, tick, tick_s, sent)
-            yield finish(trial, commands, sent, forced, deferred, age_ub, diffs, compare, pending, si, snap, tick_s)
-        for pre, deferred, age_ub, diffs in motor_only:
-            found = _infer_ages(pre, tick, tick_s, rec, tol, snap.sent, age_ub, diffs)
-            if found is not None:
-                inferred[0] += 1
-                trial, commands, sent, forced = found
-                yield finish(trial, commands, sent, forced, deferred, age_ub, [], True, pending, si, snap, tick_s)
-
-    def finish(trial, commands, sent, forced, deferred, age_ub, diffs, compare, pending, si, snap, tick_s):
+    rec.start_ns = min([rec.start_ns] + [t.stamp_ns for t in rec.ticks[:1]] + [s.stamp_ns for s in rec.states[:1]])
+    ctrl = SwarmController(settings, params, handle, clock=lambda: math.nan)   # the replay always passes `now`
+    states = {(s.cube, s.stamp_ns): s for s in rec.states}
+    first = next((k for k, t in enumerate(rec.ticks) if len(t.results) == len(rec.cubes) and all(
+        r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())), len(rec.ticks))
+    sent: dict[str, int] = {}
+    missing_states, incomplete, rejected = 0, 0, []
+    for k, tick in enumerate(rec.ticks):
+        complete = len(tick.results) == len(rec.cubes)
+        for cube, r in tick.results.items():
+            i = ctrl.index.get(cube)
+            if i is None:
+                continue
+            if _goal_of(r) is not None and _goal_of(r) != _goal_tuple(ctrl.last_goal[i]):
+                goal_id, x, y, direction, max_speed, tolerance = _goal_of(r)
+                reason = ctrl.set_goal(cube, goal_id, x, y, direction, max_speed, tolerance)
+                if reason:
+                    rejected.append(f'goal {goal_id} for {cube}: {reason}')
+            stamp = r['state_stamp_ns']
+            if stamp > 0 and int(ctrl.stamp_ns[i]) != stamp:
+                s = states.get((cube, stamp))
+                if s is None:
+                    missing_states += 1
+                    complete = False
+                    continue
+                ctrl.update_state(cube, s.x, s.y, s.theta, s.on_mat, s.link_state, stamp)
+        tick_s = stamp_seconds(tick.stamp_ns)
+        commands = ctrl.step(tick_s)
+        forced: list = []
+        if k < first or not complete:    # inputs the bag lost: step, follow the recorded commands, no verdict
+            incomplete += k >= first
+            _adopt_recorded_motors(ctrl, rec, tick, tick_s, sent)
+            continue
+        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced)
         if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
             for cube, (left, right, duration_ms) in forced:
-                i = trial.index[cube]
-                trial.last_cmd[i] = (left, right)
-                trial.last_cmd_until[i] = tick_s + duration_ms / 1000.0
-        after = _Snapshot(trial, [s for s in pending if s in deferred], si,
-                          snap.seen | {s.cube for s in pending if s not in deferred}, sent, age_ub)
-        return after, deferred, diffs, compare, sum(1 for c in commands if c.motor is not None)
-
-    frames: list[_Frame] = []
-    snap = _Snapshot(ctrl, [], 0, frozenset(), {}, {})
-    floor = 0                          # frames below this index are final (a divergence was accepted there)
-    backtracks = 0
-    k = 0
-    frame = _Frame(0, snap, choices(0, snap)) if rec.ticks else None
-    while frame is not None:
-        found = next((c for c in frame.choices if not c[2]), None)
-        if found is None and backtracks < max_backtracks and not diverged[0]:
-            # no choice explains this tick: maybe an earlier tick took a wrong one that happened to match
-            j = len(frames) - 1
-            while j >= max(floor, len(frames) - lookback):
-                alt = next((c for c in frames[j].choices if not c[2]), None)
-                if alt is not None:
-                    backtracks += 1
-                    frame = frames[j]
-                    del frames[j:]
-                    found = alt
-                    break
-                j -= 1
-        if found is None:              # a real divergence: keep the first choice's outcome
-            frame.choices = choices(frame.k, frame.before)
-            found = next(frame.choices)
-            floor = len(frames) + 1
-            diverged[0] = True
-        frame.after, frame.deferred, frame.diffs, frame.compared, frame.motors = found
-        frames.append(frame)
-        k = frame.k + 1
-        frame = _Frame(k, frame.after, choices(k, frame.after)) if k < len(rec.ticks) else None
-
-    sent = frames[-1].after.sent if frames else {}
-    warmup = 0
-    for fr in frames:
-        if not fr.compared:
-            warmup += 1
-            continue
-        tick = rec.ticks[fr.k]
+                i = ctrl.index[cube]
+                ctrl.last_cmd[i] = (left, right)
+                ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
         report.ticks += 1
-        report.ambiguous_resolved += bool(fr.deferred)
         report.compared['nav_result'] += sum(1 for c in rec.cubes if c in tick.results)
-        report.compared['motor_cmd'] += fr.motors
+        report.compared['motor_cmd'] += sum(1 for c in commands if c.motor is not None)
         for kind in ('nav_result', 'motor_cmd'):
-            report.diverged[kind] += len({d.topic for d in fr.diffs if d.topic.endswith(kind)})
+            report.diverged[kind] += len({d.topic for d in diffs if d.topic.endswith(kind)})
         if len(report.divergences) < keep:
-            report.divergences += fr.diffs[:keep - len(report.divergences)]
-    if diverged[0]:
-        report.notes.append('after the first divergence, late states and ages were not searched: later counts '
-                            'are upper bounds')
-    if warmup:
-        report.notes.append(f'{warmup} leading ticks not compared: some cube had no state yet (in the bag, or in the '
-                            'navigator according to its NavResults)')
-    if inferred[0]:
-        report.notes.append(f'{inferred[0]} ticks matched only with a state age (arrival delay, not recorded) other '
-                            'than the recorder\'s, within what the tick times allow')
-    if backtracks:
-        report.notes.append(f'{backtracks} times an earlier tick\'s choice of late states was revisited')
+            report.divergences += diffs[:keep - len(report.divergences)]
+    if first:
+        report.notes.append(f'{min(first, len(rec.ticks))} leading ticks not compared: the navigator had not yet '
+                            'seen every cube (its NavResults show no state for some cube)')
+    if incomplete:
+        report.notes.append(f'{incomplete} ticks not compared: the bag lost a state they used ({missing_states} '
+                            'states named by NavResults are missing) or a NavResult')
+    if rejected:
+        report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
     unmatched = {c: len(q) - sent.get(c, 0) for c, q in rec.motors.items() if len(q) - sent.get(c, 0) > 1}
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +
@@ -599,74 +482,16 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     return report
 
 
-def _clone(ctrl: SwarmController) -> SwarmController:
-    """A copy of the controller's run-time state; the parameter objects (never changed by a replay) are shared."""
-    shared = (ctrl.params, ctrl.handle, ctrl.settings, ctrl.walls)
-    return copy.deepcopy(ctrl, memo={id(o): o for o in shared})
-
-
-def _infer_ages(pre: SwarmController, tick: Tick, tick_s: float, rec: Recording, tol: dict, sent0: dict,
-                age_ub: dict, diffs: list, grid_s: float = 0.0005, limit: int = 80):
-    """The navigator smooths how old each state was on arrival (not recorded; the replay's first guess is the
-    recorder's arrival time) and predicts the pose that much further. For each cube whose motor command differs,
-    try other ages the tick times allow (0 .. age_ub, nearest to the guess first); a cube's command depends on its
-    own age only. Returns (controller, commands, sent, forced) for the whole tick, or None."""
-    cubes = sorted({d.topic.split('/')[1] for d in diffs})
-    chosen = {}
-    for c in cubes:
-        i = pre.index[c]
-        base = float(pre.age[i])
-        ub = max(age_ub.get(c, 0.0), base)
-        grid = sorted((j * grid_s for j in range(int(ub / grid_s) + 1)), key=lambda a: abs(a - base))[:limit]
-        for a in grid + [ub]:
-            trial = _clone(pre)
-            trial.age[i] = a
-            commands = trial.step(tick_s)
-            sent, forced = dict(sent0), []
-            if not any(d.topic == f'/{c}/motor_cmd'
-                       for d in _compare(tick, commands, rec, tol, trial.settings, sent, forced)):
-                chosen[c] = a
-                break
-        else:
-            return None
-    trial = _clone(pre)
-    for c, a in chosen.items():
-        trial.age[trial.index[c]] = a
-    commands = trial.step(tick_s)
-    sent, forced = dict(sent0), []
-    if _compare(tick, commands, rec, tol, trial.settings, sent, forced):
+def _goal_of(result: dict) -> tuple | None:
+    """The goal a NavResult shows (goal_id, x, y, direction, max_speed, tolerance), None if the cube had none."""
+    if not math.isfinite(result['goal_x']):
         return None
-    return trial, commands, sent, forced
+    return (result['goal_id'], result['goal_x'], result['goal_y'], result['direction'], result['max_speed'],
+            result['tolerance'])
 
 
-def _deferral_choices(pending: list[StateIn], tick_ns: int, window_s: float, limit: int):
-    """Sets of pending states to treat as arriving after the tick: per cube, its last 0, 1, ... states stamped
-    within ``window_s`` (one publisher's messages arrive in order), fewest and latest first; then, since a busy
-    navigator receives a whole burst late, every state stamped after a cut (cuts ever earlier in the window)."""
-    yield frozenset()
-    if limit <= 1:
-        return
-    late = [s for s in pending if tick_ns - s.stamp_ns <= window_s * 1e9]
-    tried = {frozenset()}
-    by_cube: dict[str, list[StateIn]] = {}
-    for s in late:
-        by_cube.setdefault(s.cube, []).append(s)
-
-    def likelihood(c):
-        return len(c), sum(tick_ns - s.stamp_ns for s in c)
-
-    combos = [frozenset()]
-    for v in by_cube.values():
-        opts = [frozenset(v[len(v) - n:]) for n in range(len(v) + 1)]
-        combos = sorted((c | o for c in combos for o in opts), key=likelihood)[:4 * limit]
-    for c in [c for c in combos if c not in tried][:limit - 1]:
-        tried.add(c)
-        yield c
-    for cut in sorted({s.stamp_ns for s in late}, reverse=True):
-        c = frozenset(s for s in late if s.stamp_ns >= cut)
-        if c not in tried:
-            tried.add(c)
-            yield c
+def _goal_tuple(g) -> tuple | None:
+    return None if g is None else (g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance)
 
 
 def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, tick: Tick, tick_s: float, sent: dict) -> None:
@@ -681,25 +506,6 @@ def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, tick: Tick, ti
         sent[cube] = sent.get(cube, 0) + 1
         ctrl.last_cmd[i] = (left, right)
         ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
-
-
-def _schedule_goals(goals: list[GoalIn], ticks: list[Tick]) -> dict[int, list[GoalIn]]:
-    """Tick index before which each goal is applied: the first tick showing its goal_id near where the recorder
-    received it, else the first tick stamped after that."""
-    stamps = np.array([t.stamp_ns for t in ticks], dtype=np.int64)
-    out: dict[int, list[GoalIn]] = {}
-    for g in sorted(goals, key=lambda g: g.bag_ns):
-        k0 = int(np.searchsorted(stamps, g.bag_ns, side='right'))
-        k = k0
-        if g.goal_id and g.direction != 2:
-            shows = [j for j in range(max(0, k0 - 3), min(len(ticks), k0 + 4))
-                     if ticks[j].results.get(g.cube, {}).get('goal_id') == g.goal_id
-                     and (j == 0 or ticks[j - 1].results.get(g.cube, {}).get('goal_id') != g.goal_id)]
-            if shows:
-                k = shows[0]
-        if k < len(ticks):
-            out.setdefault(k, []).append(g)
-    return out
 
 
 def _completeness(rec: Recording, report: ReplayReport) -> None:
@@ -730,7 +536,7 @@ def _completeness(rec: Recording, report: ReplayReport) -> None:
 
 
 def replay_bag(bag: str | Path, *, parameter_files=(), overrides: dict | None = None,
-               tolerances: dict | None = None, demo_goals: bool = False, keep: int = 20) -> ReplayReport:
+               tolerances: dict | None = None, keep: int = 20) -> ReplayReport:
     """Read ``bag``, build the navigator it ran (parameters stored in the bag, else ``parameter_files``, else
     config/navigator.yaml) with ``overrides``, and replay it offline. ReplayError for unusable input."""
     rec = read_recording(bag)
@@ -744,8 +550,4 @@ def replay_bag(bag: str | Path, *, parameter_files=(), overrides: dict | None = 
         parameters['cubes'] = list(rec.cubes)      # navigator.yaml lists a placeholder cube
     parameters = {k: v for k, v in parameters.items() if k not in NODE_ONLY_PARAMETERS}
     settings, params, handle = navigator_config(parameters, rec.cubes, overrides)
-    extra = demo_swap_goals(rec, settings.mat_rect) if demo_goals else []
-    if not rec.goals and not extra and any(r.get('goal_id') for t in rec.ticks for r in t.results.values()):
-        rec.notes.append('the NavResults pursue goals that are not in the bag (sent through navigator/set_goal?); '
-                         'use --demo-goals for a `toio-nav demo` bag')
-    return replay_recording(rec, settings, params, handle, tolerances=tolerances, extra_goals=extra, keep=keep)
+    return replay_recording(rec, settings, params, handle, tolerances=tolerances, keep=keep)

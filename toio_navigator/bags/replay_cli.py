@@ -41,8 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tol', action='append', type=_tolerance, default=[], metavar='[FIELD=]VALUE',
                         help='absolute tolerance of a float field (waypoint_x, speed_limit, ...) or of every float '
                              'field; motor fields (left, right, duration_ms) default to exact')
-    parser.add_argument('--demo-goals', action='store_true',
-                        help='a `toio-nav demo` bag: rebuild the goals it sent through navigator/set_goal')
     parser.add_argument('--show', type=int, default=5, help='how many divergent fields to list (default 5)')
     parser.add_argument('--live', action='store_true',
                         help='publish the recorded inputs into a running navigator and compare its outputs')
@@ -59,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             report = replay_live(args.bag, tolerances=tolerances, rate=args.rate)
         else:
             report = replay_bag(args.bag, parameter_files=args.params_file or (), overrides=overrides,
-                                tolerances=tolerances, demo_goals=args.demo_goals, keep=max(1, args.show))
+                                tolerances=tolerances, keep=max(1, args.show))
     except ReplayError as exc:
         print(f'toio-nav replay: {exc}', file=sys.stderr)
         return 2

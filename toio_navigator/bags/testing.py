@@ -27,11 +27,10 @@ def bags_in(folder: str | Path) -> list[Path]:
 
 
 def assert_replays(bag: str | Path, *, parameter_files=(), overrides: dict | None = None,
-                   tolerances: dict | None = None, demo_goals: bool = False) -> ReplayReport:
+                   tolerances: dict | None = None) -> ReplayReport:
     """Replay ``bag`` offline; AssertionError with the first divergence (time, topic, field, both values) unless
     the navigator's outputs equal the recorded ones. Returns the report (ticks and messages compared)."""
-    report = replay_bag(bag, parameter_files=parameter_files, overrides=overrides, tolerances=tolerances,
-                        demo_goals=demo_goals)
+    report = replay_bag(bag, parameter_files=parameter_files, overrides=overrides, tolerances=tolerances)
     if not report.ok:
         raise AssertionError(report.summary())
     if report.ticks == 0:
