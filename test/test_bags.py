@@ -18,7 +18,7 @@ from toio_navigator.bags import replay_cli
 from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
 from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, ReplayError, read_recording, replay_bag
 from toio_navigator.bags.testing import assert_replays, bags_in
-from toio_navigator.nodes.navigator import NavigatorSettings, SwarmController
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / 'test' / 'data' / 'bags'
@@ -38,14 +38,15 @@ def _header(store, ns: int):
 def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, goal_tick: int = 3,
                           starts=((120.0, 250.0, 0.0), (380.0, 252.0, math.pi)), goals=None, with_goals=True) -> Path:
     """Two cubes swapping places: the current controller decides, a kinematic model moves the cubes, and every
-    state, goal, result and command goes into a bag exactly as the node would publish them (states stamped 7 ms
-    before the tick, received 1 ms after their stamp; goals published 20 ms before the tick that shows them)."""
+    state, goal, result and command goes into a bag exactly as the node would publish them. States are stamped
+    5..15 ms before the tick (varying ages); every 4th tick cube2's new state arrives only after the tick, so
+    the navigator used the previous one (the bag has both; only NavResult.state_stamp says which). With
+    ``with_goals`` False the goals come through the service (no /goal message; the NavResults show them)."""
     store = typestore()
     t = 'toio_navigator/msg/'
     CubeState, NavGoal, NavResult, MotorCommand = (store.types[t + n] for n in OURS)
     cubes = ('cube1', 'cube2')
-    now = [0.0]
-    ctrl = SwarmController(NavigatorSettings(cubes=cubes), clock=lambda: now[0])
+    ctrl = SwarmController(NavigatorSettings(cubes=cubes), clock=lambda: math.nan)   # always given `now`
     pose = np.array(starts, dtype=float)
     goals = dict(zip(cubes, goals or ((380.0, 250.0), (120.0, 250.0))))
     base = 1_700_000_000_000_000_000
@@ -54,19 +55,20 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
     wheels = np.zeros((2, 2))
     with BagWriter(path, storage, store) as bag:
         # what `toio-nav record` stores: the navigator's parameters (here: the defaults for these cubes)
-        bag._writer.set_custom_data(PARAMETERS_KEY, json.dumps({'cubes': list(cubes)}))
+        bag.set_custom_data(PARAMETERS_KEY, json.dumps({'cubes': list(cubes)}))
         for k in range(ticks):
             tick_ns = base + k * dt_ns
-            for i, c in enumerate(cubes):      # the driver reports the pose the cube had 7 ms before the tick
-                stamp = tick_ns - 7_000_000
+            for i, c in enumerate(cubes):
+                stamp = tick_ns - (5 + (3 * k + 7 * i) % 11) * 1_000_000
+                late = i == 1 and k % 4 == 2 and k > 0
                 msg = CubeState(header=_header(store, stamp), cube=c, x=float(pose[i, 0]), y=float(pose[i, 1]),
                                 theta=float(pose[i, 2]), on_mat=True, standard_id=0, battery=90, button=False,
                                 flat=True, collision=False, double_tap=False, posture=1, shake=0, speed_left=0.0,
                                 speed_right=0.0, link_state=2, firmware_version='2.4.0')
-                bag.write_message(f'/{c}/state', t + 'CubeState', stamp + 1_000_000, msg)
-                now[0] = (stamp - base) / 1e9
-                ctrl.update_state(c, float(pose[i, 0]), float(pose[i, 1]), float(pose[i, 2]), True, 2,
-                                  **({'age': 0.001} if 'age' in ctrl.update_state.__code__.co_varnames else {}))
+                bag.write_message(f'/{c}/state', t + 'CubeState', tick_ns + 2_000_000 if late else stamp + 1_000_000,
+                                  msg)
+                if not late:
+                    ctrl.update_state(c, float(pose[i, 0]), float(pose[i, 1]), float(pose[i, 2]), True, 2, stamp)
             if k == goal_tick:
                 for i, c in enumerate(cubes):
                     g = NavGoal(goal_id=7 + i, cube=c, x=goals[c][0], y=goals[c][1], direction=0, max_speed=0.0,
@@ -74,17 +76,19 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
                     if with_goals:
                         bag.write_message(f'/{c}/goal', t + 'NavGoal', tick_ns - 20_000_000, g)
                     ctrl.set_goal(c, 7 + i, goals[c][0], goals[c][1], 0, 0.0, 0.0, msg_cube=c)
-            tick_s = (tick_ns - base) / 1e9
-            now[0] = tick_s
-            for i, cmd in enumerate(ctrl.step(tick_s)):
+            for i, cmd in enumerate(ctrl.step(stamp_seconds(tick_ns))):
                 if cmd.motor is not None:
                     bag.write_message(f'/{cmd.cube}/motor_cmd', t + 'MotorCommand', tick_ns + 1_000_000,
                                       MotorCommand(left=cmd.motor[0], right=cmd.motor[1], duration_ms=cmd.motor[2]))
                     wheels[i] = cmd.motor[:2]
+                g = cmd.goal
                 r = NavResult(header=_header(store, tick_ns), cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active,
                               waypoint_x=cmd.waypoint[0], waypoint_y=cmd.waypoint[1], speed_limit=cmd.speed_limit,
                               speed_ratio=cmd.speed_ratio, collision=cmd.collision, reached=cmd.reached,
-                              mode='AVOID', planner='hlavoid')
+                              mode='AVOID', planner='hlavoid', state_stamp=_time(store, cmd.state_stamp_ns),
+                              goal_x=g.x if g else math.nan, goal_y=g.y if g else math.nan,
+                              direction=g.direction if g else 2, max_speed=g.max_speed if g else 0.0,
+                              tolerance=g.tolerance if g else 0.0)
                 bag.write_message(f'/{cmd.cube}/nav_result', t + 'NavResult', tick_ns + 1_500_000, r)
             v = 0.5 * (wheels[:, 0] + wheels[:, 1]) * hp.k          # drive 50 ms with the new commands
             w = (wheels[:, 0] - wheels[:, 1]) * hp.k / hp.wheel_track
@@ -106,7 +110,7 @@ def _edit_nav_result(src: Path, dst: Path, tick_index: int, cube: str, field: st
 
     store = typestore()
     with AnyReader([src]) as reader, BagWriter(dst, 'mcap', store) as out:
-        out._writer.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
         seen = 0
         for conn, ns, raw in reader.messages():
             msg = reader.deserialize(raw, conn.msgtype)
@@ -159,27 +163,35 @@ def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
     assert not replay_bag(edited, tolerances={'speed_limit': 0.005}).ok
 
 
-def test_goals_sent_through_the_service_are_missing_and_said_so(loop_bag, tmp_path):
-    from rosbags.highlevel import AnyReader
-
-    no_goals = tmp_path / 'no_goals'
-    store = typestore()
-    with AnyReader([loop_bag]) as reader, BagWriter(no_goals, 'mcap', store) as out:
-        out._writer.set_custom_data(PARAMETERS_KEY, bag_custom_data(loop_bag)[PARAMETERS_KEY])
-        for conn, ns, raw in reader.messages():
-            if not conn.topic.endswith('/goal'):
-                out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
-    report = replay_bag(no_goals)
-    assert not report.ok
-    assert any('not in the bag' in n for n in report.notes)
-
-
-def test_demo_goals_sent_through_the_service_are_rebuilt_from_the_start_positions(tmp_path):
-    # `toio-nav demo` mirrors every start through the mat centre and sends it through navigator/set_goal
-    bag = write_closed_loop_bag(tmp_path / 'demo', starts=((120.0, 250.0, 0.0), (380.0, 300.0, math.pi)),
+def test_goals_sent_through_the_service_replay_from_the_nav_results(tmp_path):
+    # `toio-nav demo` sends its goals through navigator/set_goal: no /goal message, the NavResults show them
+    bag = write_closed_loop_bag(tmp_path / 'service', starts=((120.0, 250.0, 0.0), (380.0, 300.0, math.pi)),
                                 goals=((380.0, 250.0), (120.0, 200.0)), with_goals=False)
-    assert not replay_bag(bag).ok
-    assert_replays(bag, demo_goals=True)
+    assert not read_recording(bag).goals
+    report = assert_replays(bag)
+    assert report.compared['motor_cmd'] > 40
+
+
+def test_the_state_a_tick_used_is_the_one_its_nav_result_names(loop_bag, tmp_path):
+    # ticks 2, 6, 10, ...: cube2's newest state arrived after the tick; naming it instead must diverge there
+    rec = read_recording(loop_bag)
+    k = 10
+    used = rec.ticks[k].results['cube2']['state_stamp_ns']
+    newer = max(s.stamp_ns for s in rec.states if s.cube == 'cube2' and s.stamp_ns < rec.ticks[k].stamp_ns)
+    assert newer > used
+    edited = tmp_path / 'edited'
+    store = typestore()
+    _edit_nav_result(loop_bag, edited, k, 'cube2', 'state_stamp', _time(store, newer))
+    first = replay_bag(edited).first
+    assert first is not None and first.stamp_ns == rec.ticks[k].stamp_ns and first.topic.startswith('/cube2/')
+
+
+def test_a_changed_goal_in_the_nav_results_is_what_the_replay_pursues(loop_bag, tmp_path):
+    rec = read_recording(loop_bag)
+    edited = tmp_path / 'edited'
+    _edit_nav_result(loop_bag, edited, 30, 'cube1', 'goal_x', rec.ticks[30].results['cube1']['goal_x'] - 100.0)
+    first = replay_bag(edited).first
+    assert first is not None and first.stamp_ns == rec.ticks[30].stamp_ns and first.topic.startswith('/cube1/')
 
 
 # ------------------------------------------------------------------------------------------------ fixtures

@@ -423,8 +423,13 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     rec.start_ns = min([rec.start_ns] + [t.stamp_ns for t in rec.ticks[:1]] + [s.stamp_ns for s in rec.states[:1]])
     ctrl = SwarmController(settings, params, handle, clock=lambda: math.nan)   # the replay always passes `now`
     states = {(s.cube, s.stamp_ns): s for s in rec.states}
-    first = next((k for k, t in enumerate(rec.ticks) if len(t.results) == len(rec.cubes) and all(
-        r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())), len(rec.ticks))
+    # the first recorded tick may not be the navigator's first: the commands it sent before (in effect for up to a
+    # command duration) are not in the bag, so compare only once every cube is seen and that long has passed
+    history_ns = max(settings.command_duration_ms, settings.stop_duration_ms) * 1_000_000
+    begin = rec.ticks[0].stamp_ns + history_ns if rec.ticks else 0
+    first = next((k for k, t in enumerate(rec.ticks) if t.stamp_ns >= begin and len(t.results) == len(rec.cubes)
+                  and all(r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())),
+                 len(rec.ticks))
     sent: dict[str, int] = {}
     missing_states, incomplete, rejected = 0, 0, []
     for k, tick in enumerate(rec.ticks):
@@ -467,8 +472,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         if len(report.divergences) < keep:
             report.divergences += diffs[:keep - len(report.divergences)]
     if first:
-        report.notes.append(f'{min(first, len(rec.ticks))} leading ticks not compared: the navigator had not yet '
-                            'seen every cube (its NavResults show no state for some cube)')
+        report.notes.append(f'{min(first, len(rec.ticks))} leading ticks not compared (warm-up: the commands sent '
+                            'before the recording, or a cube the navigator had not seen yet)')
     if incomplete:
         report.notes.append(f'{incomplete} ticks not compared: the bag lost a state they used ({missing_states} '
                             'states named by NavResults are missing) or a NavResult')

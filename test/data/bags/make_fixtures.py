@@ -87,11 +87,14 @@ def record_fixture(name: str) -> None:
                 raise SystemExit('the simulated cubes never connected')
         recorder = subprocess.Popen(cli + ['record', *topics, '/mat_sim/ground_truth', '-o', str(out),
                                            '-s', storage], env=env, start_new_session=True)
-        deadline = time.monotonic() + 90      # the recorder subscribes to the goals too: wait until it has
-        while min(node.count_subscribers(f'{c}/goal') for c in names) < 2:
+        # wait until the recorder has every topic (goals: navigator + recorder; states: + this node; results:
+        # this node + recorder), so the bag starts before the first goal
+        deadline = time.monotonic() + 90
+        while min(min(node.count_subscribers(f'{c}/goal') - 2, node.count_subscribers(f'{c}/state') - 3,
+                      node.count_subscribers(f'{c}/nav_result') - 2) for c in names) < 0:
             rclpy.spin_once(node, timeout_sec=0.05)
             if time.monotonic() > deadline:
-                raise SystemExit('the recorder never subscribed to the goals')
+                raise SystemExit('the recorder never subscribed to every topic')
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
             rclpy.spin_once(node, timeout_sec=0.05)
