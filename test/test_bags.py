@@ -125,7 +125,7 @@ def _edit_nav_result(src: Path, dst: Path, tick_index: int, cube: str, field: st
 
 def test_a_closed_loop_bag_replays_with_zero_divergence(loop_bag):
     report = assert_replays(loop_bag)
-    assert report.ticks >= 49 and report.compared['motor_cmd'] > 40
+    assert report.ticks >= 45 and report.compared["motor_cmd"] > 40       # 50 ticks less a 150 ms warm-up
     assert report.compared['nav_result'] == 2 * report.ticks
 
 
