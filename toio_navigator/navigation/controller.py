@@ -229,6 +229,7 @@ def drive_wheels(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp: CubeHan
     """(left, right) motor units of N cubes driving to (tx, ty): the core's reference-exact move_to_target and
     dead-zone shift (handle_batch), then the named options (``border_stop``; ``saturation`` 'reference' or
     'keep_rotation')."""
+    x_pred, y_pred, th_pred = (np.asarray(a, dtype=float) for a in (x_pred, y_pred, th_pred))
     tr, rot, _dur, _reached = move_to_target_batch(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp,
                                                    rotate_time_ms, tolerance)
     if border_stop:

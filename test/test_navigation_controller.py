@@ -1,0 +1,133 @@
+"""SwarmController (navigation/controller.py): the wheels come from the core's reference-exact CubeHandle batch, the
+tuned differences are named options, and a tick depends only on its stamps, states and goals (bag replay)."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from toio_navigator.navigation.controller import (NavigatorSettings, SwarmController, drive_wheels, stamp_seconds,
+                                                  saturate_keep_rotation)
+from toio_navigator.navigation.cube_handle import CubeHandle
+from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
+from toio_navigator.navigation.params import CubeHandleParams, Fixes, NavigatorParams
+
+T0 = 1_700_000_000_000_000_000          # an epoch stamp, ns: the node's ticks are on the ROS clock
+
+
+def _controller(**kw) -> SwarmController:
+    return SwarmController(NavigatorSettings(cubes=('cube1', 'cube2'), **kw), clock=lambda: math.nan)
+
+
+def _poses(rng, n=64):
+    x, y = rng.uniform(80, 420, n), rng.uniform(80, 420, n)
+    th = rng.uniform(-math.pi, math.pi, n)
+    return x, y, th, x + rng.normal(0, 3, n), y + rng.normal(0, 3, n), th + rng.normal(0, 0.1, n)
+
+
+def test_reference_options_give_the_scalar_cube_handle_wheels():
+    rng = np.random.default_rng(3)
+    hp = CubeHandleParams()
+    x, y, th, px, py, pth = _poses(rng)
+    tx, ty, spd = rng.uniform(60, 440, 64), rng.uniform(60, 440, 64), rng.uniform(10, 115, 64)
+    left, right = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, border_stop=False,
+                               saturation='reference')
+    for i in range(64):
+        h = CubeHandle(hp)
+        h.x, h.y, h.rad, h.xPred, h.yPred, h.radPred = x[i], y[i], th[i], px[i], py[i], pth[i]
+        mv = h.move_to_target(tx[i], ty[i], max_spd=spd[i], rotate_time=250, tolerance=8)
+        if mv.reached:
+            assert left[i] == right[i] == 0.0
+            continue
+        ul, ur = h._saturate(*h._dead_zone(mv.translate + mv.rotate / 2, mv.translate - mv.rotate / 2))
+        assert (left[i], right[i]) == pytest.approx((ul, ur), abs=1e-9)
+
+
+def test_keep_rotation_saturation_keeps_the_turn_the_reference_loses():
+    hp = CubeHandleParams()
+    tr, rot = np.array([110.0]), np.array([40.0])          # left 130 > 115: must give up speed, not the turn
+    ref_l, ref_r = wheels_batch(tr, rot, hp)
+    l, r = saturate_keep_rotation(*wheels_batch(tr, rot, replace(hp, max_spd=math.inf)), float(hp.max_spd))
+    assert max(l[0], r[0]) == pytest.approx(115.0) and l[0] - r[0] == pytest.approx(40.0)
+    assert ref_l[0] - ref_r[0] < 40.0 - 1.0                # B13: the reference truncates part of the turn
+
+
+def test_border_stop_turns_a_cube_at_the_border_instead_of_driving_out():
+    hp = CubeHandleParams()                                 # border 65..435
+    args = ([60.0], [250.0], [math.pi], [60.0], [250.0], [math.pi], [20.0], [250.0], [70.0], hp, 250.0, 8.0)
+    out = drive_wheels(*args, border_stop=True, saturation='keep_rotation')
+    free = drive_wheels(*args, border_stop=False, saturation='keep_rotation')
+    assert free[0][0] > 0 and free[1][0] > 0               # heading west, target further west: drive on
+    assert out[0][0] == 0 and out[1][0] == 0                # at the border: no outward translation
+
+
+def test_the_tick_depends_on_stamps_not_on_when_it_runs():
+    def run(clock_value: float, age_ms: int):
+        c = SwarmController(NavigatorSettings(cubes=('cube1', 'cube2')), clock=lambda: clock_value)
+        tick = T0 + 200_000_000
+        c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, tick - age_ms * 1_000_000)
+        c.update_state('cube2', 350.0, 260.0, math.pi, True, 2, tick - 5_000_000)
+        c.set_goal('cube1', 1, 400.0, 300.0, 0, 0.0, 0.0)
+        c.step(stamp_seconds(tick - 50_000_000))
+        return c.step(stamp_seconds(tick))
+    a, b = run(0.0, 10), run(12345.0, 10)                  # a different wall clock: the same decision
+    assert [(c.motor, c.waypoint, c.state_stamp_ns) for c in a] == [(c.motor, c.waypoint, c.state_stamp_ns) for c in b]
+    assert a[0].state_stamp_ns == T0 + 190_000_000 and a[0].goal.goal_id == 1 and a[1].goal is None
+    older = run(0.0, 120)                                   # an older reading is predicted further along its arc
+    assert older[0].motor != a[0].motor
+
+
+def test_a_state_older_than_the_stale_timeout_stops_the_cube_whenever_it_arrived():
+    c = _controller()
+    tick = T0 + 1_000_000_000
+    c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, tick - 600_000_000)   # read 0.6 s before the tick
+    c.update_state('cube2', 350.0, 250.0, 0.0, True, 2, tick - 10_000_000)
+    c.set_goal('cube1', 1, 400.0, 100.0, 0, 0.0, 0.0)
+    out = c.step(stamp_seconds(tick))
+    assert out[0].stale and out[0].motor[:2] == (0, 0)
+    c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, tick + 40_000_000)
+    out = c.step(stamp_seconds(tick + 50_000_000))
+    assert not out[0].stale and out[0].motor[:2] != (0, 0)
+
+
+def test_a_goal_tolerance_below_the_handle_tolerance_is_refused():
+    c = _controller()
+    reason = c.set_goal('cube1', 1, 200.0, 200.0, 0, 0.0, 5.0)
+    assert 'below the handle tolerance 8' in reason and c.goals[0] is None
+    assert c.set_goal('cube1', 2, 200.0, 200.0, 0, 0.0, 8.0) == ''
+    assert c.set_goal('cube1', 3, 200.0, 200.0, 0, 0.0, 0.0) == ''            # 0 = the navigator's default
+    with pytest.raises(ValueError, match='tolerance: 6 is below handle_tolerance 8'):
+        _controller(tolerance=6.0)
+
+
+def test_a_stop_goal_is_reported_with_its_id_and_direction():
+    c = _controller()
+    c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, T0)
+    c.update_state('cube2', 350.0, 250.0, 0.0, True, 2, T0)
+    c.set_goal('cube1', 4, 300.0, 250.0, 0, 0.0, 0.0)
+    c.step(stamp_seconds(T0 + 10_000_000))
+    c.set_goal('cube1', 5, 0.0, 0.0, 2, 0.0, 0.0)
+    out = c.step(stamp_seconds(T0 + 60_000_000))[0]
+    assert (out.goal_id, out.goal.direction, out.active, out.motor[:2]) == (5, 2, False, (0, 0))
+
+
+def test_fixed_speed_limit_units_turn_hlavoid_limits_into_motor_units():
+    def limits(fix: bool):
+        params = NavigatorParams(fixes=Fixes(speed_limit_units=fix))
+        c = SwarmController(NavigatorSettings(cubes=('cube1', 'cube2'), max_speed=115.0), params,
+                            clock=lambda: math.nan)
+        c.update_state('cube1', 200.0, 250.0, 0.0, True, 2, T0)
+        c.update_state('cube2', 245.0, 250.0, math.pi, True, 2, T0)       # head-on, close: HLAvoid limits
+        c.set_goal('cube1', 1, 400.0, 250.0, 0, 0.0, 0.0)
+        c.set_goal('cube2', 2, 100.0, 250.0, 0, 0.0, 0.0)
+        return np.array([r.speed_limit for r in c.step(stamp_seconds(T0 + 10_000_000))])
+    off, on = limits(False), limits(True)
+    assert (off < 115.0).all()                              # the reference's dot/s value capped the speed
+    assert on == pytest.approx(off / CubeHandleParams().k)
+
+
+def test_stamp_seconds_splits_like_the_message_stamps():
+    assert stamp_seconds(1_700_000_000_250_000_000) == 1_700_000_000 + 0.25
+    assert stamp_seconds(0) == 0.0
