@@ -142,3 +142,34 @@ def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expecte
     assert expected in err
     assert 'Traceback' not in err
 
+
+
+def test_ctrl_c_shuts_the_driver_and_the_simulator_down_cleanly(probe, child_env):
+    """SIGINT to every process at once, as `toio-nav bringup` does: no 'exception was never retrieved: cannot use
+    Destroyable' (or any traceback) on the way out, and both exit 0."""
+    node, ex = probe
+    states = []
+    node.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
+    cmd = node.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    sim = start('mat_sim', ['-p', 'cubes:=[cube1]', '-p', 'initial_poses:=[100.0, 250.0, 0.0]'], child_env)
+    driver = start('cube_driver', ['-r', '__ns:=/cube1'], child_env)
+    try:
+        assert spin_until(ex, lambda: any(s.on_mat and s.link_state == 2 for s in states), 30)
+        for _ in range(5):                      # traffic in flight when the signal comes
+            cmd.publish(msg.MotorCommand(left=30, right=30, duration_ms=200))
+            spin_for(ex, 0.05)
+    finally:
+        for proc in (sim, driver):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        outputs = {}
+        for name, proc in (('mat_sim', sim), ('cube_driver', driver)):
+            try:
+                _out, err = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _out, err = proc.communicate()
+            outputs[name] = (proc.returncode, err)
+    for name, (code, err) in outputs.items():
+        assert 'never retrieved' not in err and 'Destroyable' not in err and 'Traceback' not in err, f'{name}: {err}'
+        assert code == 0, f'{name} exited {code}: {err[-2000:]}'
