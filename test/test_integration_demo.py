@@ -1,6 +1,6 @@
 """`toio-nav demo` end to end (4 cubes, to keep it short): every cube arrives without contact, the summary is
-printed, the mcap bag holds every topic with our own types decodable, the PNG is written. Plus the bag writer on
-its own and the demo's refusals."""
+printed, the mcap bag holds the navigator's topics decodable and replays with zero divergence, the PNG is
+written. Plus the bag writer on its own and the demo's refusals."""
 from __future__ import annotations
 
 import math
@@ -42,12 +42,17 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
     with AnyReader([out / 'bag']) as reader:
         topics = {c.topic: c for c in reader.connections}
         for name in ('/cube1/state', '/cube1/motor_cmd', '/cube2/nav_result', '/mat_sim/ground_truth',
-                     '/cube3/goal', '/navigator/markers'):
+                     '/cube3/goal'):
             assert name in topics, sorted(topics)
         results = [reader.deserialize(raw, c.msgtype) for c, _t, raw in
                    reader.messages(connections=[topics['/cube2/nav_result']])]
     assert results and results[-1].cube == 'cube2' and results[-1].reached and results[-1].goal_id == 101
     assert all(r.header.frame_id == 'mat' for r in results)
+    # the service goal is in the NavResults, so the bag replays exactly through the core
+    assert (results[-1].direction, results[-1].goal_x) == (0, pytest.approx(45.0 + 455.0 - FOUR[1][0]))
+    from toio_navigator.bags.testing import assert_replays
+    report = assert_replays(out / 'bag')
+    assert report.ticks > 40
 
 
 def test_demo_refuses_what_it_cannot_do(tmp_path, child_env):

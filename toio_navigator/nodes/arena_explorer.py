@@ -747,27 +747,9 @@ def _replace(settings: ArenaNodeSettings, **changes) -> ArenaNodeSettings:
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator arena_explorer [--ros-args ...]``. Exit 2 on bad parameters."""
-    try:
-        rclpy.init(args=args)
-    except Exception as exc:
-        print(f'arena_explorer: cannot start ROS: {exc}', file=sys.stderr)
-        return 2
-    try:
-        node = ArenaExplorerNode()
-    except (ArenaNodeError, ParameterException) as exc:
-        print(f'arena_explorer: {exc}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from toio_navigator.nodes.spin import run_node
+
+    return run_node('arena_explorer', ArenaExplorerNode, errors=(ArenaNodeError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

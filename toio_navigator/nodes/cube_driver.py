@@ -486,27 +486,9 @@ class CubeDriverNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator cube_driver --ros-args -r __ns:=/cube1 -p transport:=sim``. Exit 2 on bad params."""
-    try:
-        rclpy.init(args=args)
-    except Exception as exc:
-        print(f'cube_driver: cannot start ROS: {exc}', file=sys.stderr)
-        return 2
-    try:
-        node = CubeDriverNode()
-    except (ConfigError, ParameterException) as exc:
-        print(f'cube_driver: {exc}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from toio_navigator.nodes.spin import run_node
+
+    return run_node('cube_driver', CubeDriverNode, errors=(ConfigError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

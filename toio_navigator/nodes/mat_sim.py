@@ -310,27 +310,9 @@ class MatSimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator mat_sim --ros-args -p cubes:="[cube1, cube2]"``. Exit 2 on bad parameters."""
-    try:
-        rclpy.init(args=args)
-    except Exception as exc:
-        print(f'mat_sim: cannot start ROS: {exc}', file=sys.stderr)
-        return 2
-    try:
-        node = MatSimNode()
-    except (MatSimError, ParameterException) as exc:
-        print(f'mat_sim: {exc}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from toio_navigator.nodes.spin import run_node
+
+    return run_node('mat_sim', MatSimNode, errors=(MatSimError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

@@ -417,29 +417,11 @@ def _executor():
 
 
 def main(args: list[str] | None = None) -> int:
-    """`ros2 run toio_navigator navigator [--ros-args ...]`."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
+    """`ros2 run toio_navigator navigator [--ros-args ...]`. Exit 2 on bad parameters."""
+    from toio_navigator.nodes.spin import run_node
 
-    rclpy.init(args=args)
-    try:
-        try:
-            node = NavigatorNode()
-        except ValueError as exc:
-            print(f'navigator: bad parameters: {exc}', file=sys.stderr)
-            return 2
-        executor = _executor()
-        executor.add_node(node)
-        try:
-            while rclpy.ok():                  # spin_once, not spin(): a SIGTERM must end the loop
-                executor.spin_once(timeout_sec=0.1)
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        node.destroy_node()
-    finally:
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=_executor,
+                    error_prefix='bad parameters: ')
 
 
 if __name__ == '__main__':
