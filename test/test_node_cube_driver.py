@@ -401,3 +401,16 @@ def test_the_graph_shows_the_documented_interface(rig):
     assert '/cube1/move_to_pose/cancel' in services
     params = set(driver._parameters)
     assert {'transport', 'motor_duration_ms', 'publish_odom', 'light_min_interval_s', 'imu'} <= params
+
+
+def test_after_ctrl_c_shut_the_context_down_late_link_reports_and_notifications_are_dropped_quietly(ros):
+    """rclpy's SIGINT handler shuts the context down before main() destroys the node; the transport's thread may
+    still report a lost link (the simulator went first) or deliver a notification. Neither may raise (it used to:
+    'Failed to publish: publisher's context is invalid' from the link-state callback)."""
+    from toio_navigator.cube.transport import LinkState
+    driver = CubeDriverNode(namespace='cube1', context=ros)
+    rclpy.try_shutdown(context=ros)                       # what the SIGINT handler does
+    driver._on_link_state(LinkState.RECONNECTING)
+    driver._on_notify(p.Characteristic.ID_INFORMATION, struct.pack('<BHHHHHH', 1, 150, 250, 0, 140, 245, 0))
+    assert driver.notifications == 0 and driver.position_notifications == 0
+    driver.destroy_node()                                  # main()'s finally: still clean

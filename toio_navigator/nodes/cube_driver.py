@@ -29,7 +29,7 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.exceptions import InvalidHandle, ParameterException
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -224,10 +224,16 @@ class CubeDriverNode(Node):
                 self._publish_link_status(LinkStatus.RECONNECTING)
                 await asyncio.sleep(delay)
 
+    def _live(self) -> bool:
+        """False once the node is closing or its context is shut down (rclpy's SIGINT handler does that before
+        main() reaches destroy_node): the loop thread must not publish then, or the publish fails in a callback
+        of the transport (a traceback on the way out)."""
+        return not self._closing and self.context.ok()
+
     def _on_link_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
         self._link = state
-        if self._closing:
+        if not self._live():
             return
         with self._lock:
             self._state.link_state = _CUBE_LINK[state]
@@ -255,14 +261,14 @@ class CubeDriverNode(Node):
                 try:
                     self._on_notify(char, await t.read(char))
                 except TransportError as exc:
-                    if self._closing:
+                    if not self._live():
                         return
                     self.get_logger().info(f'{self.cube}: initial read of {char.name} failed: {exc}')
         except TransportError as exc:
-            if not self._closing:
+            if self._live():
                 self.get_logger().warning(f'{self.cube}: configuring the cube failed: {exc}')
             return
-        if not self._closing:
+        if self._live():
             self.get_logger().info(f'{self.cube}: connected, firmware {self.firmware}')
             self._publish_link_status()
 
@@ -314,8 +320,9 @@ class CubeDriverNode(Node):
         msg.header.frame_id = self.config.frame_id
         try:
             self._pub_link.publish(msg)
-        except InvalidHandle:       # the node is being destroyed while the link thread reports
-            pass
+        except RuntimeError:        # InvalidHandle / RCLError: the node or its context went away meanwhile
+            if self._live():
+                raise
 
     # -------------------------------------------------------------------------------------------- commands
     async def _write_motor(self, data: bytes) -> None:
@@ -353,6 +360,8 @@ class CubeDriverNode(Node):
     # -------------------------------------------------------------------------------------------- notifications
     def _on_notify(self, char: p.Characteristic, data: bytes) -> None:
         """Transport callback, from the executor thread (simulated link) or the loop thread (bleak)."""
+        if self._closing or not self.context.ok():
+            return                  # shutting down: nothing to publish to any more
         self.notifications += 1
         try:
             note = p.decode(char, data)
@@ -451,7 +460,9 @@ class CubeDriverNode(Node):
                 s.header.stamp = self.get_clock().now().to_msg()
             try:
                 self._pub_state.publish(s)
-            except InvalidHandle:   # the node is being destroyed while the link thread reports
+            except RuntimeError:    # InvalidHandle / RCLError: the node or its context went away meanwhile
+                if self._live():
+                    raise
                 return
             s.collision = s.double_tap = False
 
