@@ -129,7 +129,11 @@ class RosSimLink(Transport):
         try:
             while self._open_flag:
                 await asyncio.sleep(self._watch_period_s)
-                if self._open_flag and not self.peer_present():
+                try:
+                    present = self.peer_present()
+                except RuntimeError:    # InvalidHandle / RCLError: our node or its context is gone (shutdown)
+                    return
+                if self._open_flag and not present:
                     self._open_flag = False
                     self._fail_reads('mat_sim went away')
                     self._link_lost()
