@@ -11,7 +11,7 @@ import pytest
 from toio_navigator.navigation.controller import (NavigatorSettings, SwarmController, drive_wheels, stamp_seconds,
                                                   saturate_keep_rotation)
 from toio_navigator.navigation.cube_handle import CubeHandle
-from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
+from toio_navigator.navigation.handle_batch import wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, Fixes, NavigatorParams
 
 T0 = 1_700_000_000_000_000_000          # an epoch stamp, ns: the node's ticks are on the ROS clock

@@ -6,7 +6,8 @@ Topics (names relative, each cube's in its namespace ``/<cube>``):
 Services: ``navigator/set_goal`` (SetGoal: accepted + reason), ``navigator/goal_status`` (GoalStatus).
 
 This module only translates: ROS parameters <-> :class:`NavigatorSettings` and the core's parameter dataclasses,
-messages <-> :class:`~toio_navigator.navigation.controller.SwarmController` calls (no rclpy there). Each tick is
+messages <-> :class:`~toio_navigator.navigation.controller.SwarmController` calls (no rclpy there; its
+NavigatorSettings and SwarmController are re-exported here for older imports). Each tick is
 stamped once on the ROS clock; the controller steps at that stamp with the states' own header stamps, and every
 NavResult carries the tick stamp, the stamp of the state used and the goal pursued, so a bag of the inputs and
 NavResults replays the tick exactly (toio_navigator.bags.replay).
@@ -18,9 +19,8 @@ import sys
 import time
 from dataclasses import fields, replace
 
-from toio_navigator.navigation.controller import (AWAY, BODY_RADIUS, HLAVOID, MODES, STOP, TOWARDS,  # noqa: F401
-                                                  CubeCommand, Goal, NavigatorSettings, SwarmController,
-                                                  check_goal, planner_names, stamp_seconds)
+from toio_navigator.navigation.controller import (BODY_RADIUS, STOP, TOWARDS, NavigatorSettings,  # noqa: F401
+                                                  SwarmController, stamp_seconds)
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 from toio_navigator.units import FRAME_ID, METRES_PER_UNIT, MOTOR_MAX, mat_to_ros_xy, mat_to_ros_yaw, yaw_to_quaternion
 
