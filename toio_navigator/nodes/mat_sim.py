@@ -84,6 +84,7 @@ class ContactTracker:
     def __init__(self, world: World, slack: float = 1e-6) -> None:
         self.slack = slack
         self.touching = np.zeros((world.n, world.n), dtype=bool)
+        self._upper = np.triu(np.ones((world.n, world.n), dtype=bool), k=1)   # each pair once, i < j
         self.events: list[tuple[float, int, int, float, float, float]] = []
         self.count = 0
         world.attach(self)
@@ -94,9 +95,11 @@ class ContactTracker:
     def after_step(self, world: World) -> None:
         dx = world.x[None, :] - world.x[:, None]          # [i, j] = j - i
         dy = world.y[None, :] - world.y[:, None]
-        touching = np.hypot(dx, dy) <= 2 * world.params.body_radius + self.slack
-        touching &= ~world.lifted[:, None] & ~world.lifted[None, :]
-        touching = np.triu(touching, k=1)
+        reach = 2 * world.params.body_radius + self.slack
+        touching = dx * dx + dy * dy <= reach * reach
+        touching &= self._upper
+        if world.lifted.any():
+            touching &= ~world.lifted[:, None] & ~world.lifted[None, :]
         new = touching & ~self.touching
         self.touching = touching
         if not new.any():
