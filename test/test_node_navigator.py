@@ -251,20 +251,28 @@ def test_node_turns_states_and_goals_into_motor_commands_and_results(ros):
     set_goal = probe.create_client(SetGoal, 'navigator/set_goal')
     status = probe.create_client(GoalStatus, 'navigator/goal_status')
 
+    stamps = set()
+
     def publish_states():
         for c, (x, y) in {'cube1': (100.0, 100.0), 'cube2': (400.0, 400.0)}.items():
-            states[c].publish(msgs.CubeState(cube=c, x=x, y=y, theta=0.0, on_mat=True,
-                                             link_state=msgs.CubeState.LINK_CONNECTED))
+            m = msgs.CubeState(cube=c, x=x, y=y, theta=0.0, on_mat=True, link_state=msgs.CubeState.LINK_CONNECTED)
+            m.header.stamp = probe.get_clock().now().to_msg()
+            stamps.add((c, m.header.stamp.sec, m.header.stamp.nanosec))
+            states[c].publish(m)
 
     assert spin_until(executor, lambda: goal_pub.get_subscription_count() > 0 and set_goal.service_is_ready())
     publish_states()
     goal_pub.publish(msgs.NavGoal(goal_id=5, cube='cube1', x=300.0, y=100.0))
     assert spin_until(executor, lambda: (publish_states() or True) and any(r.goal_id == 5 for r in results)
-                      and len(cmds) > 0 and len(markers) > 0)
+                      and len(cmds) > 0 and any(any(m.ns == 'cubes' for m in a.markers) for a in markers))
     assert cmds[-1].left > 0 and cmds[-1].right > 0 and cmds[-1].duration_ms > 0   # straight ahead, east
     r = [r for r in results if r.goal_id == 5][-1]
     assert r.active and r.mode == 'AVOID' and r.planner == 'hlavoid' and r.header.frame_id == 'mat'
-    assert {m.ns for m in markers[-1].markers} >= {'cubes', 'goals', 'waypoints', 'walls', 'margins'}
+    # what a replay needs: the stamp of the state the tick used (one we sent) and the goal pursued
+    assert ('cube1', r.state_stamp.sec, r.state_stamp.nanosec) in stamps
+    assert (r.goal_x, r.goal_y, r.direction, r.max_speed, r.tolerance) == (300.0, 100.0, 0, 0.0, 0.0)
+    drawn = [a for a in markers if any(m.ns == 'cubes' for m in a.markers)][-1]   # (earlier: before any state)
+    assert {m.ns for m in drawn.markers} >= {'cubes', 'goals', 'waypoints', 'walls', 'margins'}
 
     def call(client, request):
         future = client.call_async(request)
@@ -275,6 +283,9 @@ def test_node_turns_states_and_goals_into_motor_commands_and_results(ros):
     assert not bad.accepted and 'not finite' in bad.reason
     unknown = call(set_goal, SetGoal.Request(goal=msgs.NavGoal(goal_id=6, cube='cube7', x=100.0, y=100.0)))
     assert not unknown.accepted and 'unknown cube' in unknown.reason
+    tight = call(set_goal, SetGoal.Request(goal=msgs.NavGoal(goal_id=6, cube='cube1', x=200.0, y=100.0,
+                                                             tolerance=3.0)))
+    assert not tight.accepted and 'below the handle tolerance' in tight.reason
     st = call(status, GoalStatus.Request(cube='cube1'))
     assert st.known and st.goal_id == 5 and st.active and not st.reached
     ok = call(set_goal, SetGoal.Request(goal=msgs.NavGoal(goal_id=8, cube='cube2', x=200.0, y=400.0)))
