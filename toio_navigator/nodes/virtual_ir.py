@@ -15,9 +15,7 @@ import math
 import sys
 import time
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -133,27 +131,9 @@ class VirtualIrNode(Node):
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator virtual_ir --ros-args -p cubes:="[cube1]" -p arena_layout:=arena.json``.
     Exit 2 on bad parameters."""
-    try:
-        rclpy.init(args=args)
-    except Exception as exc:
-        print(f'virtual_ir: cannot start ROS: {exc}', file=sys.stderr)
-        return 2
-    try:
-        node = VirtualIrNode()
-    except (VirtualIrError, ParameterException) as exc:
-        print(f'virtual_ir: {exc}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from toio_navigator.nodes.spin import run_node
+
+    return run_node('virtual_ir', VirtualIrNode, errors=(VirtualIrError, ParameterException), args=args)
 
 
 if __name__ == '__main__':
