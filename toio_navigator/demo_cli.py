@@ -266,11 +266,15 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                                     and states[c].on_mat for c in names), 60.0,
               'every cube driver to connect and read its position', children)
         _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children)
-        if recorder.poll() is not None:
-            raise DemoError(f'the recorder stopped (see {log_dir / "record.log"})')
-        settle = time.monotonic() + 1.0         # the recorder discovers new topics every 0.5 s
-        while time.monotonic() < settle:
-            executor.spin_once(timeout_sec=0.05)
+        # no goal before the recorder has every topic: a bag missing the first commands cannot replay
+        wanted = [t for t in recorded_topics(names) if not t.endswith('/link_state')]
+
+        def recorder_ready() -> bool:
+            if recorder.poll() is not None:
+                raise DemoError(f'the recorder stopped (see {log_dir / "record.log"})')
+            return all(any(i.node_name == RECORDER_NODE for i in node.get_subscriptions_info_by_topic(t))
+                       for t in wanted)
+        _wait(executor, recorder_ready, 60.0, 'the recorder to subscribe to every topic', children)
         print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
         starts = np.array([(states[c].x, states[c].y) for c in names])
         goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
@@ -336,6 +340,9 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ the recorder
+
+RECORDER_NODE = 'toio_nav_record'               # the node name of `toio-nav record`
+
 
 def recorded_topics(names: list[str]) -> list[str]:
     """What the demo bag holds: the navigator's inputs and outputs (replay) and the simulator's ground truth
