@@ -16,7 +16,8 @@ import pytest
 
 from toio_navigator.bags import replay_cli
 from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
-from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, ReplayError, read_recording, replay_bag
+from toio_navigator.bags.replay import (PARAMETERS_KEY, ReplayError, bag_custom_data, read_recording, replay_bag,
+                                        service_goals)
 from toio_navigator.bags.testing import assert_replays, bags_in
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 
@@ -163,13 +164,17 @@ def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
     assert not replay_bag(edited, tolerances={'speed_limit': 0.005}).ok
 
 
-def test_goals_sent_through_the_service_replay_from_the_nav_results(tmp_path):
+def test_goals_sent_through_the_service_replay_from_the_nav_results(loop_bag, tmp_path):
     # `toio-nav demo` sends its goals through navigator/set_goal: no /goal message, the NavResults show them
     bag = write_closed_loop_bag(tmp_path / 'service', starts=((120.0, 250.0, 0.0), (380.0, 300.0, math.pi)),
                                 goals=((380.0, 250.0), (120.0, 200.0)), with_goals=False)
     assert not read_recording(bag).goals
     report = assert_replays(bag)
     assert report.compared['motor_cmd'] > 40
+    # `replay --live` publishes them as goals: rebuilt from the NavResults, none where the bag has the topic
+    assert [(g.cube, g.goal_id, g.x, g.y) for g in service_goals(read_recording(bag))] == \
+        [('cube1', 7, 380.0, 250.0), ('cube2', 8, 120.0, 200.0)]
+    assert service_goals(read_recording(loop_bag)) == []
 
 
 def test_the_state_a_tick_used_is_the_one_its_nav_result_names(loop_bag, tmp_path):

@@ -495,6 +495,24 @@ def _goal_of(result: dict) -> tuple | None:
             result['tolerance'])
 
 
+def service_goals(rec: Recording) -> list[GoalIn]:
+    """Goals the NavResults show that no recorded ``<cube>/goal`` message carried (sent through the
+    navigator/set_goal service), each timed 1 ms before the first tick that shows it (for ``--live``)."""
+    on_topics = {(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance) for g in rec.goals}
+    out, last = [], {}
+    for tick in rec.ticks:
+        for cube, r in tick.results.items():
+            g = _goal_of(r)
+            if g is None or last.get(cube) == g:
+                continue
+            last[cube] = g
+            if (cube, *g) not in on_topics:
+                goal_id, x, y, direction, max_speed, tolerance = g
+                out.append(GoalIn(tick.stamp_ns - 1_000_000, cube, goal_id, cube, x, y, direction, max_speed,
+                                  tolerance))
+    return out
+
+
 def _goal_tuple(g) -> tuple | None:
     return None if g is None else (g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance)
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from toio_navigator.bags.replay import (FLOAT_FIELDS, Divergence, ReplayError, ReplayReport, parse_override,
-                                        read_recording, replay_bag)
+                                        read_recording, replay_bag, service_goals)
 
 #: live mode: the navigator sees the states at slightly different times than in the recording, so its outputs
 #: can only match within a margin (mat units for waypoints, motor units for speeds and wheels)
@@ -107,7 +107,8 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
             if time.monotonic() > deadline:
                 raise ReplayError(f'no navigator subscribes to /{rec.cubes[0]}/state after {wait_s:.0f} s: start one '
                                   f'with these cubes ({", ".join(rec.cubes)}) and nothing else driving them')
-        events = [(s.stamp_ns, 0, s) for s in rec.states] + [(g.bag_ns, 1, g) for g in rec.goals]
+        goals = list(rec.goals) + service_goals(rec)         # service goals: rebuilt from the NavResults
+        events = [(s.stamp_ns, 0, s) for s in rec.states] + [(g.bag_ns, 1, g) for g in goals]
         events.sort(key=lambda e: (e[0], e[1]))
         t0 = rec.start_ns
         started[0] = time.monotonic()
