@@ -154,6 +154,25 @@ def test_changing_one_navigator_parameter_fails_the_replay_naming_the_message(lo
     assert 'recorded' in text and 'replayed' in text
 
 
+def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_bag, tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    lossy = tmp_path / 'lossy'
+    store = typestore()
+    with AnyReader([loop_bag]) as reader, BagWriter(lossy, 'mcap', store) as out:
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(loop_bag)[PARAMETERS_KEY])
+        seen = 0
+        for conn, ns, raw in reader.messages():
+            if conn.topic == '/cube1/nav_result':
+                seen += 1
+                if seen == 21:                      # the recorder lost this one; its MotorCommand is in the bag
+                    continue
+            out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+    report = assert_replays(lossy)
+    assert report.compared['motor_cmd'] > 40
+    assert any('1 of 50 ticks lack' in n for n in report.notes)
+
+
 def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
     rec = read_recording(loop_bag)
     edited = tmp_path / 'edited'

@@ -456,7 +456,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         forced: list = []
         if k < first or not complete:    # inputs the bag lost: step, follow the recorded commands, no verdict
             incomplete += k >= first
-            _adopt_recorded_motors(ctrl, rec, tick, tick_s, sent)
+            _adopt_recorded_motors(ctrl, rec, commands, tick_s, sent)
             continue
         diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced)
         if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
@@ -517,16 +517,18 @@ def _goal_tuple(g) -> tuple | None:
     return None if g is None else (g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance)
 
 
-def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, tick: Tick, tick_s: float, sent: dict) -> None:
-    """During the warm-up the recorded commands are what the cubes got (an active cube gets one every tick): the
-    controller's motion model uses them instead of its own."""
-    for cube, result in tick.results.items():
-        i = ctrl.index.get(cube)
-        queue = rec.motors.get(cube, [])
-        if i is None or not result.get('active') or sent.get(cube, 0) >= len(queue):
+def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, tick_s: float, sent: dict) -> None:
+    """On a tick that is not compared (warm-up, lost inputs) the recorded commands are what the cubes got: the
+    controller's motion model uses them instead of its own. Whether a cube got one at all is the replay's own
+    decision (it depends only on stamps, goals and positions, which are exact), so a lost NavResult does not
+    shift which recorded command belongs to which later tick."""
+    for cmd in commands:
+        i = ctrl.index.get(cmd.cube)
+        queue = rec.motors.get(cmd.cube, [])
+        if i is None or cmd.motor is None or sent.get(cmd.cube, 0) >= len(queue):
             continue
-        left, right, duration_ms = queue[sent.get(cube, 0)]
-        sent[cube] = sent.get(cube, 0) + 1
+        left, right, duration_ms = queue[sent.get(cmd.cube, 0)]
+        sent[cmd.cube] = sent.get(cmd.cube, 0) + 1
         ctrl.last_cmd[i] = (left, right)
         ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
 
