@@ -345,11 +345,11 @@ RECORDER_NODE = 'toio_nav_record'               # the node name of `toio-nav rec
 
 
 def recorded_topics(names: list[str]) -> list[str]:
-    """What the demo bag holds: the navigator's inputs and outputs (replay) and the simulator's ground truth
-    (render). Not every topic: on a 2-core machine a recorder of all ~70 topics (BLE frames, IMU, poses, ...)
+    """What the demo bag holds: the navigator's inputs and outputs (replay), the simulator's ground truth and
+    contact events (render). Not every topic: on a 2-core machine a recorder of all ~70 topics (BLE frames, IMU, poses, ...)
     falls behind and drops states, and a bag that lost the navigator's inputs cannot replay."""
     per_cube = ('state', 'goal', 'nav_result', 'motor_cmd', 'link_state')
-    return [f'/{c}/{t}' for c in names for t in per_cube] + ['/mat_sim/ground_truth']
+    return [f'/{c}/{t}' for c in names for t in per_cube] + ['/mat_sim/ground_truth', '/mat_sim/contacts']
 
 
 def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str]):

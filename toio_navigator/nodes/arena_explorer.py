@@ -43,7 +43,6 @@ import numpy as np
 import rclpy
 from nav_msgs.msg import OccupancyGrid, Path
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter

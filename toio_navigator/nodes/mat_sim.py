@@ -29,7 +29,6 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import Pose, PoseArray
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 

@@ -36,6 +36,8 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except errors as exc:
             print(f'{name}: {error_prefix}{exc}', file=sys.stderr)
             return 2
+        except KeyboardInterrupt:   # Ctrl-C while the node was still starting: a stop, not a crash
+            return 0
         spinner = executor() if executor is not None else SingleThreadedExecutor()
         spinner.add_node(node)
         try:
@@ -43,6 +45,9 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
                 spinner.spin_once(timeout_sec=0.1)
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
+        except RuntimeError:        # a signal landing inside rclpy's take; only a real error if ROS is still up
+            if rclpy.ok():
+                raise
     finally:
         if node is not None:
             node.destroy_node()
