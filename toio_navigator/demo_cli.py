@@ -4,9 +4,10 @@ Eight simulated cubes on the toio collection mat swap places through the centre.
 bringup (mat_sim, one cube_driver per cube, the navigator: the same nodes and YAML as `toio-nav bringup`, one
 process each, over real DDS), waits until every driver is connected, sends every cube its goal through the
 navigator's ``navigator/set_goal`` service, prints a progress line while they drive and, at the end, a summary
-(all reached?, time, minimum clearance, contacts). It leaves in the output folder a rosbag2 (mcap) of the
-navigator's inputs and outputs and the ground truth (recorded by a `toio-nav record` child process, so
-`toio-nav replay` can check it) and a PNG of the trajectories. Exit code 0 only if every cube arrived without a single contact.
+(all reached?, time, minimum clearance, contacts). It leaves in the output folder a rosbag2 (mcap) of every
+topic (recorded by a `toio-nav record` child process; `--navigator-topics` records only what `toio-nav replay`
+needs, for slow machines) and a PNG of the trajectories. Exit code 0 only if every cube arrived without a single
+contact.
 """
 from __future__ import annotations
 
@@ -137,6 +138,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='instead: the arena exploration demo on this layout (toio_navigator.nodes.arena_demo)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='bringup parameter files (default: config/navigator.yaml + config/sim.yaml)')
+    parser.add_argument('--navigator-topics', dest='all_topics', action='store_false',
+                        help='record only the navigator\'s inputs/outputs, ground truth and contacts instead of '
+                             'every topic (a lighter recorder for slow machines; replay needs only these)')
 
 
 class DemoError(RuntimeError):
@@ -260,7 +264,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                             f'choose another ROS_DOMAIN_ID')
         # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
         # and delay messages, and a bag that lost inputs cannot replay
-        recorder = _start_recorder(bag_dir, log_dir, names)
+        recorder = _start_recorder(bag_dir, log_dir, names, args.all_topics)
         children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
@@ -345,22 +349,25 @@ RECORDER_NODE = 'toio_nav_record'               # the node name of `toio-nav rec
 
 
 def recorded_topics(names: list[str]) -> list[str]:
-    """What the demo bag holds: the navigator's inputs and outputs (replay), the simulator's ground truth and
-    contact events (render). Not every topic: on a 2-core machine a recorder of all ~70 topics (BLE frames, IMU, poses, ...)
-    falls behind and drops states, and a bag that lost the navigator's inputs cannot replay."""
+    """What replay and render need: the navigator's inputs and outputs, the simulator's ground truth and contact
+    events. The demo waits for the recorder to subscribe to these before the first goal; `--navigator-topics`
+    records only these (a recorder of all ~70 topics on a loaded 2-core machine may drop some states; replay then
+    skips the ticks that used them and says so)."""
     per_cube = ('state', 'goal', 'nav_result', 'motor_cmd', 'link_state')
     return [f'/{c}/{t}' for c in names for t in per_cube] + ['/mat_sim/ground_truth', '/mat_sim/contacts']
 
 
-def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str]):
-    """`toio-nav record -o BAG TOPICS...` as a child process (the navigator's parameters go in custom_data)."""
+def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str], all_topics: bool = False):
+    """`toio-nav record -o BAG TOPICS...` as a child process (the navigator's parameters go in custom_data);
+    with ``all_topics`` no topic list, so the recorder takes every topic it discovers."""
     import subprocess
 
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / 'record.log', 'w')
     try:
         return subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'record', '-o', str(bag_dir),
-                                 *recorded_topics(names)], stdout=log, stderr=subprocess.STDOUT)
+                                 *([] if all_topics else recorded_topics(names))],
+                                stdout=log, stderr=subprocess.STDOUT)
     finally:
         log.close()                      # the child holds its own descriptor
 
