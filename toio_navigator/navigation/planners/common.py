@@ -154,6 +154,18 @@ def neighbour_geometry(state, nbr: np.ndarray) -> NeighbourGeometry:
     return NeighbourGeometry(j=j, valid=valid, combined=combined, gap=gap, normal=normal, tangent=tangent)
 
 
+def goal_force_and_neighbours(state, params, dt: float):
+    """The part the force models (SFM, TTC) share: the driving force towards the preferred goal velocity
+    ((v_goal - v) / relaxation_time), the K nearest neighbours within the sensing gap, and which of them count.
+    ``params`` needs relaxation_time, arrival_steps, max_neighbors and sensing_gap. Returns (force, geometry, near)."""
+    v_goal = goal_velocity(state.pos, state.goal, state.max_speed, dt, params.arrival_steps * dt)
+    force = (v_goal - state.vel) / params.relaxation_time
+    r_max = float(state.radius.max())
+    nbr, _ = k_nearest(state.pos, params.max_neighbors, params.sensing_gap + 2.0 * r_max, start_cutoff=4.0 * r_max)
+    g = neighbour_geometry(state, nbr)
+    return force, g, g.valid & (g.gap < params.sensing_gap)
+
+
 def time_to_collision(rel_pos: np.ndarray, rel_vel: np.ndarray, combined: np.ndarray,
                       velocity_error: float = 0.0) -> np.ndarray:
     """Time until two discs touch under constant velocities (local_planners.md §3.2): 0 if they overlap now,

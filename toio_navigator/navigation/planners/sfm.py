@@ -13,7 +13,7 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import (
-    cap_norm, clip_speed, goal_velocity, k_nearest, nearest_on_walls, neighbour_geometry, waypoint_output)
+    cap_norm, clip_speed, goal_force_and_neighbours, nearest_on_walls, waypoint_output)
 
 
 @dataclass
@@ -42,12 +42,7 @@ class SfmPlanner:
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
         pos, vel, radius = state.pos, state.vel, state.radius
-        v_goal = goal_velocity(pos, state.goal, state.max_speed, dt, p.arrival_steps * dt)
-        force = (v_goal - vel) / p.relaxation_time
-        nbr, _ = k_nearest(pos, p.max_neighbors, p.sensing_gap + 2.0 * float(radius.max()),
-                           start_cutoff=4.0 * float(radius.max()))
-        g = neighbour_geometry(state, nbr)
-        near = g.valid & (g.gap < p.sensing_gap)
+        force, g, near = goal_force_and_neighbours(state, p, dt)
         overlap = np.maximum(-g.gap, 0.0)                                   # g(r_ij - d_ij)
         push = p.repulsion * np.exp(np.minimum(-g.gap, 50.0) / p.range) + p.body_stiffness * overlap
         slide = np.einsum('nkd,nkd->nk', vel[g.j] - vel[:, None, :], g.tangent)

@@ -13,8 +13,7 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import (
-    cap_norm, clip_speed, goal_velocity, k_nearest, neighbour_geometry, time_to_collision, wall_time_to_collision,
-    waypoint_output)
+    cap_norm, clip_speed, goal_force_and_neighbours, time_to_collision, wall_time_to_collision, waypoint_output)
 
 
 @dataclass
@@ -43,12 +42,7 @@ class TtcPlanner:
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
         pos, vel, radius = state.pos, state.vel, state.radius
-        v_goal = goal_velocity(pos, state.goal, state.max_speed, dt, p.arrival_steps * dt)
-        force = (v_goal - vel) / p.relaxation_time
-        nbr, _ = k_nearest(pos, p.max_neighbors, p.sensing_gap + 2.0 * float(radius.max()),
-                           start_cutoff=4.0 * float(radius.max()))
-        g = neighbour_geometry(state, nbr)
-        near = g.valid & (g.gap < p.sensing_gap)
+        force, g, near = goal_force_and_neighbours(state, p, dt)
         rel_pos = pos[:, None, :] - pos[g.j]                                       # x_ij, from j to i
         rel_vel = vel[:, None, :] - vel[g.j]
         force += self._avoidance(rel_pos, rel_vel, g.combined, g.normal, near)
