@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,27 @@ def ros_domain() -> int:
 @pytest.fixture
 def child_env(ros_domain: int) -> dict[str, str]:
     return ros_env(ros_domain)
+
+
+@pytest.fixture
+def ros(ros_domain: int):
+    """An rclpy context of its own on this test's DDS domain (in-process nodes), shut down after the test."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def spin_until(executor, predicate, timeout: float = 10.0) -> bool:
+    """Spin ``executor`` until ``predicate()`` holds or ``timeout`` seconds pass; the predicate's last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        executor.spin_once(timeout_sec=0.02)
+    return predicate()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -23,6 +23,7 @@ from toio_navigator.nodes import conversions  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
 from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+from conftest import spin_until  # noqa: E402
 
 CONFIG = p.Characteristic.CONFIGURATION.value
 MOTOR = p.Characteristic.MOTOR_CONTROL.value
@@ -114,21 +115,6 @@ class FakeCube(Node):
         return [data for u, data, op, _ in self.frames if u == uuid and op == msg.BleFrame.WRITE]
 
 
-@pytest.fixture
-def ros(ros_domain):
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
-def spin_until(executor, predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        executor.spin_once(timeout_sec=0.02)
-    return predicate()
 
 
 @pytest.fixture

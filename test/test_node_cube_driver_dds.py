@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -20,6 +19,7 @@ from rclpy.node import Node  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+from conftest import spin_until  # noqa: E402
 
 MOTOR = Characteristic.MOTOR_CONTROL.value
 
@@ -50,14 +50,6 @@ def probe(ros_domain):
     node.destroy_node()
     rclpy.try_shutdown(context=context)
 
-
-def spin_until(ex, predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        ex.spin_once(timeout_sec=0.02)
-    return predicate()
 
 
 def spin_for(ex, seconds: float) -> None:

@@ -1,7 +1,6 @@
 """mat_sim in process: virtual cubes reachable only through BleFrame bytes, ground truth, IR, parameters."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -18,25 +17,11 @@ from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes.mat_sim import MatSimError, MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+from conftest import spin_until  # noqa: E402
 
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 
 
-@pytest.fixture
-def ros(ros_domain):
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
-def spin_until(ex, predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        ex.spin_once(timeout_sec=0.02)
-    return predicate()
 
 
 def make_sim(ros, **params) -> MatSimNode:

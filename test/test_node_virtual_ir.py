@@ -55,13 +55,6 @@ def spin_until(ex, predicate, timeout: float = 15.0, feed=None) -> bool:
     return predicate()
 
 
-@pytest.fixture
-def ros(ros_domain):
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain)
-    yield context
-    rclpy.try_shutdown(context=context)
-
 
 def test_a_real_cube_gets_the_readings_of_its_pose_over_dds(ros, child_env):
     proc = subprocess.Popen([sys.executable, '-m', 'toio_navigator.nodes.virtual_ir', '--ros-args',
