@@ -22,7 +22,7 @@ from toio_navigator.arena.explorer import PHOTO, ArenaExplorer  # noqa: E402
 from toio_navigator.arena.layout import load_layout, parse_layout  # noqa: E402
 from toio_navigator.arena.simulation import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.nodes import bringup  # noqa: E402
-from toio_navigator.nodes.arena_demo import ARENA_FILES, arena_plan, run_arena_demo, run_yaml  # noqa: E402
+from toio_navigator.nodes.arena_demo import run_arena_demo, run_yaml  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
@@ -56,11 +56,11 @@ class ArenaSystem:
         from toio_navigator.msg import ArenaState
         from toio_navigator.nodes.arena_explorer import STATE_QOS
 
-        files = [bringup.config_dir() / name for name in ARENA_FILES]
+        files = bringup.profile_files('arena')
         files.append(run_yaml(tmp_path / 'run.yaml', layout_path, 1.0, None))
         self.log_dir = tmp_path / 'logs'
         self.children = bringup.Children()
-        self.children.start(arena_plan(), files, env=env, log_dir=self.log_dir)
+        self.children.start(bringup.plan('arena', ['cube1']), files, env=env, log_dir=self.log_dir)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=int(env['ROS_DOMAIN_ID']))
         self.node = Node('arena_probe', context=self.context)

@@ -1,7 +1,8 @@
 """`toio-nav demo --arena LAYOUT`: the arena explorer end to end over real DDS, one process per node.
 
-Starts the arena bringup (mat_sim with ONE virtual cube and the layout's virtual IR sensors, the cube_driver over
-the simulated BLE link, the navigator and the arena_explorer; config/navigator.yaml + config/arena.yaml), calls
+Starts the `arena` profile of nodes/bringup.py (mat_sim with ONE virtual cube and the layout's virtual IR
+sensors, the cube_driver over the simulated BLE link, the navigator and the arena_explorer; config/navigator.yaml
++ config/arena.yaml), calls
 ``arena_explorer/start_exploration``, follows ``arena/state`` until the exploration ends, then calls
 ``arena_explorer/start_fastest_path`` and follows it to the goal. Prints a progress line and a summary, and writes
 ``arena.png`` (the explored map from ``arena/map``, the fastest path from ``arena/fastest_path``, the true obstacles
@@ -19,22 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from toio_navigator.nodes.bringup import NodeSpec
-
-ARENA_EXPLORER = NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False,
-                          ('arena',))
-ARENA_FILES = ('navigator.yaml', 'arena.yaml')
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
 
 
 class ArenaDemoError(RuntimeError):
     pass
-
-
-def arena_plan(cube: str = 'cube1') -> list[tuple[NodeSpec, str]]:
-    """The arena bringup: the sim profile's nodes for one cube plus the arena_explorer (same order as bringup)."""
-    from toio_navigator.nodes import bringup
-    return bringup.plan('sim', [cube]) + [(ARENA_EXPLORER, '')]
 
 
 def run_yaml(path: Path, layout: Path, real_time_factor: float, waypoint: tuple[int, int] | None) -> Path:
@@ -99,7 +89,7 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
     try:
         out.mkdir(parents=True, exist_ok=True)
         files = [Path(p).resolve() for p in param_files] if param_files else \
-            [bringup.config_dir() / name for name in ARENA_FILES]
+            bringup.profile_files('arena')
         files.append(run_yaml(out / 'arena_run.yaml', Path(layout_path).resolve(), real_time_factor, waypoint))
         for f in files:
             if not f.is_file():
@@ -193,7 +183,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
                 f'{st.robot_y:2d},{st.heading})   explored {st.explored_count:3d}/300   moves {st.moves:3d}')
 
     try:
-        children.start(arena_plan(), files, env=env, log_dir=log_dir)
+        children.start(bringup.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
         t0 = time.monotonic()
         call(start_exploration, 'arena_explorer/start_exploration')
         say(f'  exploration started after {time.monotonic() - started:.1f} s')

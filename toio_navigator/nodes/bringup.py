@@ -118,7 +118,7 @@ def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
     Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with
-    config/toio_navigator.rviz)."""
+    config/toio_navigator.rviz) and, for the ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.conditions import IfCondition
@@ -130,19 +130,28 @@ def launch_description(profile: str):
         extra = LaunchConfiguration('params_file').perform(context)
         if extra:
             files.append(extra)
+        layout = LaunchConfiguration('layout').perform(context) if profile == 'arena' else ''
         cubes = read_cubes([Path(f) for f in files])
-        return [Node(package=PACKAGE, executable=spec.executable, name=spec.executable, namespace=ns or '',
-                     parameters=files, output='screen') for spec, ns in plan(profile, cubes)]
+        launched = []
+        for spec, ns in plan(profile, cubes):
+            params = list(files)
+            if layout and spec.executable == 'mat_sim':
+                params.append({'arena_layout': str(Path(layout).resolve())})
+            launched.append(Node(package=PACKAGE, executable=spec.executable, name=spec.executable,
+                                 namespace=ns or '', parameters=params, output='screen'))
+        return launched
 
     rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
                 arguments=['-d', str(config_dir() / 'toio_navigator.rviz')],
                 condition=IfCondition(LaunchConfiguration('rviz')))
-    return LaunchDescription([
+    arguments = [
         DeclareLaunchArgument('params_file', default_value='', description='extra parameter YAML, applied last'),
         DeclareLaunchArgument('rviz', default_value='false', description='also start rviz2'),
-        OpaqueFunction(function=nodes),
-        rviz,
-    ])
+    ]
+    if profile == 'arena':
+        arguments.append(DeclareLaunchArgument('layout', default_value='',
+                                               description='arena layout JSON (toio-arena-layout/1)'))
+    return LaunchDescription(arguments + [OpaqueFunction(function=nodes), rviz])
 
 
 # ------------------------------------------------------------------------------------------------ running
