@@ -5,6 +5,7 @@ runs on one machine do not see each other) and localhost-only discovery.
 """
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import sys
@@ -14,12 +15,35 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-_DOMAINS = itertools.count()
-_DOMAIN_BASE = 100 + (os.getpid() % 13) * 9   # 100..216; each run walks up from its own base
+# Domain ids are leased across processes: two test runs on one machine (two checkouts, CI beside a developer)
+# must never share a domain, or one run's nodes answer the other's. A lease is an flock on a file per id, held
+# until this pytest process exits (the kernel drops it even on SIGKILL).
+_LEASE_DIR = Path(os.environ.get('TOIO_NAV_DOMAIN_LEASES', '/tmp/toio_nav_domain_leases'))
+_DOMAIN_RANGE = range(100, 230)          # Fast DDS computes ports from the id: 0..232 are usable
+_LEASES: list = []                       # open lease files, kept for the life of the process
+_NEXT = itertools.count((os.getpid() * 7) % len(_DOMAIN_RANGE))
+
+
+def _lease_domain() -> tuple[int, object]:
+    """(domain id, its lease file): an id no other process on this machine holds."""
+    _LEASE_DIR.mkdir(parents=True, exist_ok=True)
+    for _ in range(len(_DOMAIN_RANGE)):
+        domain = _DOMAIN_RANGE[next(_NEXT) % len(_DOMAIN_RANGE)]
+        f = open(_LEASE_DIR / f'{domain}.lock', 'a')
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        return domain, f
+    raise RuntimeError(f'every ROS domain id in {_DOMAIN_RANGE} is leased by another test run')
 
 
 def next_domain_id() -> int:
-    return 100 + (_DOMAIN_BASE - 100 + next(_DOMAINS)) % 130
+    """A leased DDS domain id, held until this process exits (module-scoped users)."""
+    domain, lease = _lease_domain()
+    _LEASES.append(lease)
+    return domain
 
 
 def ros_env(domain_id: int) -> dict[str, str]:
@@ -35,9 +59,11 @@ def ros_env(domain_id: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def ros_domain() -> int:
-    """A fresh DDS domain for this test (also exported to this process for in-process nodes)."""
-    return next_domain_id()
+def ros_domain():
+    """A fresh DDS domain for this test, leased until the test ends."""
+    domain, lease = _lease_domain()
+    yield domain
+    lease.close()                        # closing the file drops the flock
 
 
 @pytest.fixture

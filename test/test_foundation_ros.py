@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import next_domain_id
 
 PROBE = Path(__file__).with_name('pubsub_probe.py')
 
@@ -38,7 +39,7 @@ def test_cube_state_crosses_dds_between_two_processes(child_env):
 
 def test_other_domain_does_not_hear_the_talker(child_env, ros_domain):
     """The isolation the whole suite relies on: a listener on another domain receives nothing."""
-    other = dict(child_env, ROS_DOMAIN_ID=str(ros_domain + 1 if ros_domain < 229 else ros_domain - 1))
+    other = dict(child_env, ROS_DOMAIN_ID=str(next_domain_id()))
     listener = subprocess.Popen([sys.executable, str(PROBE), 'listen', '1', '3'], env=other,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     talker = subprocess.Popen([sys.executable, str(PROBE), 'talk', '6'], env=child_env,
