@@ -25,6 +25,7 @@ class SwarmState:
     max_speed: np.ndarray           # (N,) speed cap, mat units/s
     active: np.ndarray              # (N,) bool; inactive cubes do not move and are obstacles for the others
     walls: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))  # (M, 5) x1, y1, x2, y2, margin
+    bounds: tuple[float, float, float, float] | None = None   # x_min, y_min, x_max, y_max cubes may use; None = any
 
     @property
     def n(self) -> int:

@@ -37,6 +37,11 @@ def _orca_kr_diff():
     return OrcaKeepRightDiffDrivePlanner()
 
 
+def _coordinated():
+    from toio_navigator.navigation.planners.coordinated import CoordinatedPlanner
+    return CoordinatedPlanner()
+
+
 def _hlavoid():
     # written by the navigator-core engineer; imported only when asked for, so this registry works without it
     from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
@@ -51,6 +56,7 @@ PLANNERS: dict[str, Callable[[], object]] = {
     'orca_kr': _orca_kr,
     'orca_kr_diff': _orca_kr_diff,
     'hlavoid': _hlavoid,
+    'coordinated': _coordinated,
 }
 
 #: planners tuned for the differential-drive model (`toio-nav bench --model diff_drive`)
