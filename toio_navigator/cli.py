@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'explore': ('toio_navigator.arena.explore_cli', 'explore an arena layout with simulated IR sensors'),
     'fastest-path': ('toio_navigator.arena.path_cli', 'optimal fastest path on an arena layout'),
     'bench': ('toio_navigator.bench.cli', 'run swarm benchmark scenarios with a local planner'),
+    'trial': ('toio_navigator.bench.trial.cli',
+              'closed-loop scenario runs: navigator + simulated cubes under BLE timing (ideal, ble, loaded)'),
     'record': ('toio_navigator.bags.record_cli', 'record topics to a rosbag2 (mcap or sqlite3)'),
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),

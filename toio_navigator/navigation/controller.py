@@ -61,6 +61,7 @@ class NavigatorSettings:
     stop_duration_ms: int = 100               # duration of a stop command
     command_duration_ms: int = 250            # duration carried by every driving command
     use_pred: bool = False                    # navigator entities at the pose predicted after the command lag
+    body_radius: float = BODY_RADIUS          # each cube's disc for the registry planners (HLAvoid has margins)
     # dead-lock breaker (fact sheet §7.2; the reference has none): a cube with a goal that has moved less than
     # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...)
     stuck_time_s: float = 1.0                 # 0 = never side-step (pure reference behaviour)
@@ -85,7 +86,7 @@ class NavigatorSettings:
             raise ValueError(f'mode: {self.mode!r} is not one of {", ".join(MODES)}')
         if self.planner not in planner_names():
             raise ValueError(f'planner: {self.planner!r} is not one of {", ".join(planner_names())}')
-        for name in ('rate_hz', 'stale_timeout_s', 'max_speed', 'tolerance', 'rotate_time_ms'):
+        for name in ('rate_hz', 'stale_timeout_s', 'max_speed', 'tolerance', 'rotate_time_ms', 'body_radius'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f'{name}: must be a finite number > 0, got {v}')
@@ -498,7 +499,7 @@ class SwarmController:
             self.last_rays = rays
         else:
             from toio_navigator.navigation.planner import SwarmState
-            state = SwarmState(pos=pos, vel=vel, heading=th, radius=BODY_RADIUS + self.frozen_extra, goal=goal_xy,
+            state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra, goal=goal_xy,
                                max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)

@@ -1,0 +1,278 @@
+"""One closed-loop trial: a benchmark scenario driven by the navigator's own controller through simulated cubes.
+
+The navigator side is exactly what the navigator node runs: :class:`SwarmController` with the node's parameter
+files (config/navigator.yaml), stepped at ``rate_hz`` by a timer and, like the node with
+``tick_on_fresh_states``, as soon as every live cube has reported (never faster than 0.8 periods); each state
+carries the time the driver received it as its stamp. The cube side is the simulator: :class:`World` physics
+(differential drive, motor lag, contacts) and the virtual cubes' firmware (0x02 durations, the 45 ms write rule,
+ID notifications). Between them :mod:`.link` plays the driver and the radio, and the timing profile decides
+latency, loss, jitter, noise and how late the navigator's host runs. No ROS, no wall clock: simulated time only.
+
+Scenario coordinates are shifted onto a simulated mat as large as the scenario needs (:func:`place`); the
+metrics are computed on the true positions in scenario coordinates with the benchmark's own functions.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from toio_navigator.bench.metrics import MetricSetup, compute_metrics
+from toio_navigator.bench.scenarios import Scenario
+from toio_navigator.bench.trial.diagnosis import diagnose
+from toio_navigator.bench.trial.link import (ARRIVE, NOTIFY, STATE, TIMER, WRITE, EventQueue, MotorLink,
+                                             PositionFeed)
+from toio_navigator.bench.trial.profiles import TimingProfile, streams
+from toio_navigator.cube import protocol as pr
+from toio_navigator.navigation.controller import LINK_CONNECTED, TOWARDS, SwarmController
+from toio_navigator.sim.mats import Mat
+from toio_navigator.sim.virtual_cube import VirtualCubes
+from toio_navigator.sim.world import World, WorldParams
+from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT
+
+PHYSICS_DT = 0.01          # s: divides the scenarios' 0.05 s frames, the 50 ms tick and the 30 ms notifications
+MAT_MARGIN = 60.0          # mat units around everything a scenario holds (the border's avoid zone is ~40)
+MAT_ORIGIN = 45.0          # a shifted scenario's mat starts where the collection mat does
+FRESH_TICK_FRACTION = 0.8  # the node never ticks sooner than this many periods after the last tick
+
+
+@dataclass
+class Placement:
+    """Where a scenario lies on its simulated mat: sim = scenario + offset."""
+    offset: np.ndarray
+    mat: Mat
+
+    @property
+    def rect(self) -> tuple[float, float, float, float]:
+        m = self.mat
+        return float(m.x_min), float(m.y_min), float(m.x_max), float(m.y_max)
+
+
+def place(scenario: Scenario) -> Placement:
+    """A mat covering the scenario's starts, goals and obstacles with :data:`MAT_MARGIN` to spare, shifted to
+    positive coordinates (Position IDs are unsigned) only if needed."""
+    pts = [scenario.starts, scenario.goals, scenario.segments.reshape(-1, 2)]
+    if len(scenario.discs):
+        c, r = scenario.discs[:, :2], scenario.discs[:, 2:3]
+        pts += [c - r, c + r]
+    pts = np.vstack(pts)
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    offset = np.maximum(0.0, MAT_ORIGIN + MAT_MARGIN - lo)
+    x0, y0 = np.floor(lo + offset - MAT_MARGIN).astype(int)
+    x1, y1 = np.ceil(hi + offset + MAT_MARGIN).astype(int)
+    return Placement(offset, Mat(f'trial_{scenario.name}', int(x0), int(y0), int(x1), int(y1)))
+
+
+def navigator_setup(scenario: Scenario, placement: Placement, planner: str, overrides: dict | None = None):
+    """(settings, params, handle, tick_on_fresh_states) of the navigator node for this scenario: the package's
+    parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the disc the
+    planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name -> value).
+    ValueError naming a bad override."""
+    # the node's settings helpers live with the replay, which rebuilds the node's configuration the same way
+    from toio_navigator.bags.replay import default_parameter_files, navigator_config, read_parameter_files
+
+    parameters = read_parameter_files(default_parameter_files())
+    cubes = [f'cube{i}' for i in range(scenario.n_agents)]
+    (cx0, cy0, cx1, cy1) = parameters.get('mat_rect', (45.0, 45.0, 455.0, 455.0))
+    x0, y0, x1, y1 = placement.rect
+    shift = np.array([x0 - cx0, x1 - cx1, y0 - cy0, y1 - cy1])      # each mat edge moves by its own amount
+    walls = scenario.walls().copy()
+    walls[:, [0, 2]] += placement.offset[0]
+    walls[:, [1, 3]] += placement.offset[1]
+    task = dict(cubes=cubes, planner=planner, mat_rect=[x0, y0, x1, y1], walls=walls.ravel().tolist(),
+                max_speed=scenario.max_speed / UNITS_PER_S_PER_MOTOR_UNIT, tolerance=scenario.goal_tolerance)
+    border = parameters.get('border') or []
+    if len(border) == 5:
+        task['border'] = [border[0], *(np.asarray(border[1:], float) + shift).tolist()]
+    parameters.update(task)
+    settings, params, handle = navigator_config(parameters, cubes, overrides)
+    settings.body_radius = scenario.agent_radius
+    (hx0, hx1), (hy0, hy1) = handle.border_x, handle.border_y
+    handle = replace(handle, border_x=(hx0 + shift[0], hx1 + shift[1]), border_y=(hy0 + shift[2], hy1 + shift[3]))
+    settings.check()
+    return settings, params, handle, bool(parameters.get('tick_on_fresh_states', True))
+
+
+@dataclass
+class TrialResult:
+    record: dict                         # the JSON record (see :func:`run_trial`)
+    trajectory: np.ndarray               # (K+1, N, 2) true positions, scenario coordinates, every scenario.dt
+    step_ms: np.ndarray                  # wall time of every navigator tick
+    simulated_s: float = 0.0
+    wall_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class ClosedLoop:
+    """The simulated cubes, the link and the navigator host of one run."""
+
+    def __init__(self, scenario: Scenario, planner: str, profile: TimingProfile, seed: int,
+                 overrides: dict | None = None) -> None:
+        profile.check()
+        self.scenario, self.profile = scenario, profile
+        self.placement = place(scenario)
+        settings, params, handle, self.tick_on_fresh = navigator_setup(scenario, self.placement, planner, overrides)
+        self.period = 1.0 / settings.rate_hz
+        self.rng = streams(seed, scenario.seed)
+        off = self.placement.offset
+        starts, goals = scenario.starts + off, scenario.goals + off
+        heading = np.arctan2(goals[:, 1] - starts[:, 1], goals[:, 0] - starts[:, 0])
+        world_params = WorldParams(dt=PHYSICS_DT, command_delay=0.0, position_noise=profile.position_noise)
+        noise_seed = int(self.rng['position_noise'].integers(2 ** 63))
+        self.world = World(np.column_stack([starts, heading]), mat=self.placement.mat, params=world_params,
+                           seed=noise_seed)
+        self.arrival = 0.0
+        self.firmware = VirtualCubes(self.world, arrival_clock=lambda: self.arrival)
+        for cube in self.firmware.cubes:
+            cube.connect()
+        self.feed = PositionFeed(self.firmware, profile.notify_period, profile.notify_jitter, profile.notify_loss,
+                                 self.rng['notify_interval'], self.rng['notify_loss'])
+        for cube in self.firmware.cubes:     # a reading every physics step; the profile samples them
+            cube.write(pr.Characteristic.CONFIGURATION, pr.encode_id_notification(1, pr.ID_ALWAYS))
+        self.now = 0.0
+        self.controller = SwarmController(settings, params, handle, clock=lambda: self.now)
+        self.events = EventQueue()
+        self.link = MotorLink(self.firmware, self.events, _driver_min_interval(), profile.write_latency,
+                              profile.write_loss, self.rng['write_latency'], self.rng['write_loss'],
+                              self._set_arrival)
+        self.cubes = settings.cubes
+        for i, cube in enumerate(self.cubes):
+            reason = self.controller.set_goal(cube, 1, float(goals[i, 0]), float(goals[i, 1]), TOWARDS, 0.0, 0.0)
+            if reason:
+                raise ValueError(f'scenario {scenario.name!r}: the navigator refuses {cube}\'s goal: {reason}')
+            self.events.push(self.feed.next_interval() * self.rng['notify_interval'].random(), NOTIFY, i)
+        self.events.push(self._timer_time(self.period), TIMER)
+        self.fresh: set[int] = set()
+        self.last_tick = -math.inf
+        self.stall = self._next_stall(0.0)
+        self.step_ms: list[float] = []
+        self.ticks = self.stalls = 0
+
+    # ---- the navigator host
+    def _set_arrival(self, t: float) -> None:
+        self.arrival = t
+
+    def _timer_time(self, nominal: float) -> float:
+        late = self.profile.tick_late_periods
+        return nominal + (self.rng['tick_late'].uniform(0.0, late * self.period) if late > 0 else 0.0)
+
+    def _next_stall(self, after: float) -> tuple[float, float]:
+        p = self.profile
+        if p.stall_s <= 0:
+            return math.inf, math.inf
+        start = after + self.rng['stall'].uniform(*p.stall_every)
+        return start, start + p.stall_s
+
+    def _host_busy_until(self, t: float) -> float:
+        """If the navigator process is stalled at ``t``: when it runs again; else ``t``."""
+        while t >= self.stall[1]:
+            self.stall = self._next_stall(self.stall[1])
+            self.stalls += 1
+        return self.stall[1] if t >= self.stall[0] else t
+
+    def _tick(self) -> None:
+        self.last_tick = self.now
+        self.fresh.clear()
+        started = time.perf_counter()
+        decisions = self.controller.step(self.now)
+        self.step_ms.append((time.perf_counter() - started) * 1e3)
+        self.ticks += 1
+        for i, cmd in enumerate(decisions):
+            if cmd.motor is not None:
+                self.link.submit(i, cmd.motor[0], cmd.motor[1], cmd.motor[2], self.now)
+
+    def _on_state(self, i: int, reading) -> None:
+        x, y, theta, on_mat, stamp = reading
+        self.controller.update_state(self.cubes[i], x, y, theta, on_mat, LINK_CONNECTED, int(round(stamp * 1e9)))
+        if not self.tick_on_fresh:
+            return
+        self.fresh.add(i)
+        live = self.controller.live(self.now)
+        if all(j in self.fresh for j in np.nonzero(live)[0].tolist()) and \
+                self.now - self.last_tick >= FRESH_TICK_FRACTION * self.period:
+            self._tick()
+
+    def _on_timer(self) -> None:
+        if self.now - self.last_tick >= FRESH_TICK_FRACTION * self.period:
+            self._tick()
+        nominal = (math.floor(self.now / self.period + 1e-9) + 1) * self.period   # the next slot of the grid
+        self.events.push(self._timer_time(nominal), TIMER)
+
+    def _handle(self, when: float, kind: int, cube: int, payload) -> None:
+        self.now = when
+        if kind == ARRIVE:
+            self.link.on_arrive(cube, payload, when)
+        elif kind == WRITE:
+            self.link.on_write(cube, when)
+        elif kind == NOTIFY:
+            reading = self.feed.take(cube, self.link.counters)
+            self.events.push(when + self.feed.next_interval(), NOTIFY, cube)
+            if reading is not None:     # the driver stamps it on reception; the navigator may take it later
+                self.events.push(self._host_busy_until(when), STATE, cube, (*reading, when))
+        else:                           # STATE or TIMER: the navigator process must be running
+            ready = self._host_busy_until(when)
+            if ready > when:
+                self.events.push(ready, kind, cube, payload)
+            elif kind == STATE:
+                self._on_state(cube, payload)
+            else:
+                self._on_timer()
+
+    # ---- the run
+    def run(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Run until every cube is at its goal at a frame or the time limit; the true positions (K+1, N, 2) in
+        scenario coordinates, one frame per scenario.dt."""
+        sc = self.scenario
+        every = int(round(sc.dt / PHYSICS_DT))
+        if every < 1 or abs(every * PHYSICS_DT - sc.dt) > 1e-9:
+            raise ValueError(f'scenario {sc.name!r}: dt {sc.dt} s is not a multiple of the trial\'s physics step '
+                             f'{PHYSICS_DT} s')
+        off, goals = self.placement.offset, sc.goals
+        tol2 = sc.goal_tolerance ** 2
+        w = self.world
+        frames = [np.column_stack([w.x, w.y]) - off]
+        for k in range(sc.n_steps):
+            if np.all(np.sum((frames[-1] - goals) ** 2, axis=1) <= tol2):
+                break
+            for sub in range(every):
+                limit = (k * every + sub + 1) * PHYSICS_DT - 1e-9
+                while (event := self.events.pop_before(limit)) is not None:
+                    self._handle(*event)
+                w.step(PHYSICS_DT)
+            frames.append(np.column_stack([w.x, w.y]) - off)
+            if progress is not None:
+                progress(k + 1, sc.n_steps)
+        return np.stack(frames)
+
+
+def _driver_min_interval() -> float:
+    """The cube driver's default gap between two motor writes (its coalescing writer), seconds."""
+    # the driver's parameter table is plain Python (no rclpy); its default is what a bringup runs with
+    from toio_navigator.nodes.driver_config import PARAMETERS
+    return float(PARAMETERS['min_motor_interval_ms'][0]) / 1000.0
+
+
+def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, overrides: dict | None = None,
+              progress: Callable[[int, int], None] | None = None) -> TrialResult:
+    """Run one (scenario, seed). The record holds the benchmark's metrics (success, collisions, makespan, ...,
+    computed on the true positions), ``failure`` (None or why), what the link did and the seed; wall-clock
+    numbers are kept out of it so that a seed gives the same record bit for bit."""
+    started = time.perf_counter()
+    loop = ClosedLoop(scenario, planner, profile, seed, overrides)
+    traj = loop.run(progress)
+    wall = time.perf_counter() - started
+    metrics = compute_metrics(traj, MetricSetup.from_scenario(scenario), name=scenario.name)
+    for key in [k for k, v in metrics.items() if v is None and k.startswith(('ms_', 'us_', 'b0_', 'cost_'))]:
+        del metrics[key]                 # the benchmark's wall-time fields: not part of a deterministic record
+    record = dict(name=scenario.name, category=scenario.category, seed=int(seed), planner=planner,
+                  profile=profile.name)
+    record.update((k, v) for k, v in metrics.items() if k != 'name')
+    record['failure'] = diagnose(traj, scenario, metrics, loop.cubes)
+    record['simulated_s'] = round(float(loop.world.time), 9)
+    record['link'] = loop.link.counters.as_dict()
+    record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls,
+                               sidesteps=int(loop.controller.sidesteps.sum()))
+    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall)
