@@ -392,7 +392,8 @@ class SwarmController:
         tol = np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in self.goals])
         away = np.array([bool(g and g.direction == AWAY) for g in self.goals])
         active = ok & has_goal
-        goal_xy = self._unstick(now, pos, goal_xy, active & ~away)
+        if not getattr(self.planner, 'resolves_deadlocks', False):   # a coordinating planner has its own
+            goal_xy = self._unstick(now, pos, goal_xy, active & ~away)
 
         # the state was read `age` before the tick; the next command takes effect `lag` after it
         age = np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0)
@@ -500,7 +501,8 @@ class SwarmController:
         else:
             from toio_navigator.navigation.planner import SwarmState
             state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra, goal=goal_xy,
-                               max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls)
+                               max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls,
+                               bounds=self.settings.mat_rect, latency=self.handle.lag)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT

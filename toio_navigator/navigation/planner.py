@@ -26,6 +26,7 @@ class SwarmState:
     active: np.ndarray              # (N,) bool; inactive cubes do not move and are obstacles for the others
     walls: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))  # (M, 5) x1, y1, x2, y2, margin
     bounds: tuple[float, float, float, float] | None = None   # x_min, y_min, x_max, y_max cubes may use; None = any
+    latency: float = 0.0            # s from this state to a command taking effect (0: ideal discs, the benchmark)
 
     @property
     def n(self) -> int:

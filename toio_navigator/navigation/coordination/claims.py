@@ -88,13 +88,14 @@ class Claims:
         """Cubes whose next edge turns back by more than 90 degrees at u: they must reach u before turning."""
         return self.has_next() & (np.einsum('nd,nd->n', self.w - self.u, self.u - self.origin) < 0.0)
 
-    def advance(self, pos: np.ndarray, arrive_tol: float) -> None:
+    def advance(self, pos: np.ndarray, arrive_tol: float, track_tol: np.ndarray | float = 0.0) -> None:
         """New measured positions; a cube within ``arrive_tol`` of u, or beyond u (in its direction of travel)
-        on its next edge, has finished its current edge: the next edge becomes current."""
+        and within ``track_tol`` of its next edge, has finished its current edge: the next edge becomes
+        current."""
         self.pos = np.array(pos, float)
         near = np.hypot(*(self.pos - self.u).T) <= arrive_tol
         beyond = np.einsum('nd,nd->n', self.pos - self.u, self.u - self.origin) >= 0.0
-        beside = point_segment_distance(self.pos, self.u, self.w) <= arrive_tol
+        beside = point_segment_distance(self.pos, self.u, self.w) <= np.maximum(arrive_tol, track_tol)
         done = self.has_next() & (near | (beyond & beside & ~self.sharp_turn()))
         for i in np.nonzero(done)[0]:
             self.origin[i] = self.u[i]
@@ -152,8 +153,9 @@ class Claims:
                     if part is not None:
                         g0[r, which, k], g1[r, which, k] = part
                         need[r, which, k] = radius[i] + radius[j] + margin
-        # a pair already closer than wanted may move, but never closer than it is now
-        now = point_segment_distance(self.pos[rows][:, None, None, :], g0, g1)          # (R, 2, K)
+        # a pair already closer than wanted may move, but never closer than it is at the start of the edge
+        starts = np.stack([lines[rows, 0], lines[rows, 1]], axis=1)[:, :, None, :]     # (R, 2, 1, 2): pos, u
+        now = point_segment_distance(starts, g0, g1)                                   # (R, 2, K)
         need = np.minimum(need, now - 0.01)
         which = on_next.astype(int)                                                    # (R, S)
         r_idx = np.arange(len(rows))[:, None]

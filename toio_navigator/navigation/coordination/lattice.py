@@ -90,11 +90,6 @@ class Lattice:
         return cls(spacing=spacing, origin=origin, shape=shape, points=points, free=free, neighbours=neighbours,
                    lengths=lengths, walls=walls, clearance=clearance)
 
-    def covers(self, points: np.ndarray, margin: float) -> bool:
-        lo = self.points.min(axis=0) + margin
-        hi = self.points.max(axis=0) - margin
-        return bool(np.all(points >= lo) and np.all(points <= hi))
-
     def attach(self, point: np.ndarray, blocked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Vertices a cube at ``point`` can drive to in a straight line (free, not blocked, segment clear of
         walls), nearest first, within 1.5 spacings (widened up to 4 if none): (indices, distances)."""
@@ -104,8 +99,10 @@ class Lattice:
             if blocked is not None:
                 near = near[~blocked[near]]
             if near.size:
+                # a point closer to a wall than the clearance (a cube pushed or drifted there) may still leave
+                clearance = min(self.clearance, float(wall_gap(point[None], self.walls)[0]) - 0.5)
                 clear = segments_clear(np.repeat(point[None], near.size, axis=0), self.points[near], self.walls,
-                                       self.clearance, self.spacing / 4.0)
+                                       clearance, self.spacing / 4.0)
                 near = near[clear]
             if near.size:
                 order = np.argsort(d[near], kind='stable')

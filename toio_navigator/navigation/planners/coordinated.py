@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.navigation.coordination.claims import Claims
-from toio_navigator.navigation.coordination.geometry import polyline_point
-from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear
+from toio_navigator.navigation.coordination.geometry import polyline_point, segment_distance
+from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear, wall_gap
 from toio_navigator.navigation.coordination.pibt import FIXED, FREE, PibtRound
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
@@ -33,19 +33,29 @@ from toio_navigator.navigation.planners.common import pairs_within
 
 @dataclass
 class CoordinatedParams:
+    # ideal discs (state.latency == 0) follow their claims exactly:
     margin: float = 3.0           # u kept between two cubes' claims beyond r_i + r_j (also the lattice spacing)
-    wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges)
     arrive_tol: float = 0.5       # u: an edge is finished when the cube is this close to its end
-    reaction_time: float = 0.0    # s until a command takes effect; 0 = the control period (ideal discs)
-    lookahead: float = 40.0       # u: waypoint distance along the claim, for CubeHandle followers
+    # real cubes (state.latency > 0) lag, overshoot, cut corners and are measured with noise:
+    loop_margin: float = 8.0      # u, the margin for them
+    loop_arrive_tol: float = 6.0  # u, the arrival tolerance for them (CubeHandle stops within 8 u of a target)
+    lead_factor: float = 1.5      # the cube travels on for lead_factor * latency before a command takes effect
+    stop_time: float = 0.2        # s: ... and then for at most this long on that command (duration + motor lag)
+    wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges)
+    keep_right: float = 0.25      # route-length bonus per unit of sideways step to the right (lane choice)
+    lookahead: float = 80.0       # u: waypoint distance along the claim, for CubeHandle followers
     pad: float = 3.0              # lattice spacings of free space around cubes and goals (when unbounded)
     goal_tolerance: float = 5.0   # u: a cube this close to its goal counts as there (its priority resets)
     safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
+    corner_cut: float = 3.0       # u: a waypoint round a corner makes a cube in a crowd cut it by at most this
+    corner_cut_max: float = 20.0  # u: ... and a cube with room to spare by at most this
+    turn_time: float = 0.3        # s a cube needs to change heading (CubeHandle's 250 ms + motor lag)
 
 
 class CoordinatedPlanner:
     """The LocalPlanner interface over lattice + PIBT + claims (module docstring)."""
     name = 'coordinated'
+    resolves_deadlocks = True     # the controller's side-step breaker must leave its cubes alone
 
     def __init__(self, params: CoordinatedParams | None = None, **overrides) -> None:
         self.params = params or CoordinatedParams(**overrides)
@@ -56,6 +66,9 @@ class CoordinatedPlanner:
         self._tiebreak = rng.random(n)
         self._jitter_salt = int(rng.integers(1, 2 ** 31))
         self._age = np.zeros(n)
+        self._was_active = np.zeros(n, bool)
+        self._asked: list[np.ndarray] = []          # the speed limits of the last ticks (closed loop)
+        self._cut = np.zeros(n)                     # how far each cube may stray from its claim (closed loop)
         self.lattice: Lattice | None = None
         self.claims: Claims | None = None
         self._walls_key: bytes | None = None
@@ -73,43 +86,138 @@ class CoordinatedPlanner:
         radius = np.asarray(state.radius, float)
         vmax = np.asarray(state.max_speed, float)
         active = np.asarray(state.active, bool)
-        self._prepare(state)
+        if not active.any():
+            zero = np.zeros((n, 2))
+            return PlannerOutput(velocity=zero, waypoint=pos.copy(), speed_limit=np.zeros(n),
+                                 collision=np.zeros(n, bool))
+        closed_loop = state.latency > 0.0
+        margin = p.loop_margin if closed_loop else p.margin
+        lead = p.lead_factor * state.latency if closed_loop else 0.0
+        stop = p.stop_time if closed_loop else dt
+        commit = lead + stop                      # s of travel a cube is committed to once it moves
+        self._prepare(state, margin)
         claims = self.claims
-        claims.advance(pos, p.arrive_tol)
+        claims.advance(pos, p.loop_arrive_tol if closed_loop else p.arrive_tol, self._cut + p.loop_arrive_tol)
         self._hold_inactive(active)
+        self._was_active = active.copy()
         at_goal = np.hypot(*(pos - self._goals).T) <= p.goal_tolerance
         self._age = np.where(at_goal | ~active, 0.0, self._age + dt)
         priority = self._age + 0.5 * dt * self._tiebreak
-        react = max(dt, p.reaction_time)
         remaining = np.hypot(*(pos - claims.u).T)
-        deciding = active & ~claims.has_next() & (remaining <= vmax * react + 1e-6)
+        deciding = active & ~claims.has_next() & (remaining <= vmax * commit + 1e-6)
         status = np.where(deciding, FREE, FIXED)
-        q, other, dist = self._pairs(radius, vmax * react)
-        rnd = PibtRound(claims, radius, p.margin, status, self._near(q, other, dist, radius), self._candidates)
+        q, other, dist = self._pairs(radius, margin, vmax * commit)
+        rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates)
         order = np.argsort(-priority, kind='stable')
         rnd.run(order[deciding[order]])
         self.pushes += rnd.pushes
         # move along the claim as far as it is free
         lines = claims.polylines()
-        free = claims.free_length(radius, p.margin, np.maximum(vmax * react, p.lookahead))
+        free = claims.free_length(radius, margin, vmax * commit + p.lookahead)
         free = np.where(active, free, 0.0)
         step_len = np.minimum(free, vmax * dt)
         # a cube that turns back at u stops there first (so its finished edge is really left behind)
         step_len = np.where(claims.sharp_turn(), np.minimum(step_len, remaining), step_len)
         target = polyline_point(lines, step_len)
         velocity = np.where(active[:, None], (target - pos) / dt, 0.0)
-        velocity = stop_unsafe(pos, velocity, radius, p.safety_gap, react, (q, other, dist))
-        waypoint = np.where(active[:, None], polyline_point(lines, np.minimum(free, p.lookahead)), pos)
-        speed_limit = np.where(active & (np.abs(velocity).sum(axis=1) > 0.0), np.minimum(vmax, free / react), 0.0)
+        planned = np.where(active[:, None], polyline_point(lines, np.minimum(free, vmax * commit)), pos)
+        keep = stop_unsafe(pos, planned, radius, p.safety_gap, (q, other, dist))
+        velocity = np.where(keep[:, None], velocity, 0.0)
+        cut = self._corner_allowance(lines, radius, margin, (q, other)) if closed_loop else np.zeros(n)
+        self._cut = cut
+        waypoint = self._waypoints(lines, free, remaining, cut)
+        waypoint = np.where(active[:, None], waypoint, pos)
+        # the cube travels ~|vel| * lead before this command takes effect, then at most `stop` on it; it also
+        # slows down for a turn at u (to vmax cos(turn): a right angle is taken from a stand-still)
+        moving_now = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), commit, dt)
+        brake = np.clip((free - moving_now * lead) / stop, 0.0, vmax)
+        if closed_loop:
+            # a cube turning at speed v drifts about v turn_time sin(turn) / 2 off its claim; keep that within
+            # the room it has (cut)
+            cos_t = self._turn_cos()
+            sin_t = np.where(cos_t < 0.0, 1.0, np.sqrt(np.maximum(1.0 - cos_t ** 2, 0.0)))
+            corner = np.minimum(vmax, cut / np.maximum(0.5 * p.turn_time * sin_t, 1e-9))
+            before = np.clip((np.minimum(free, remaining) - moving_now * lead) / stop, 0.0, vmax)
+            brake = np.where(claims.has_next(), np.minimum(brake, corner + before), brake)
+        speed_limit = np.where(active & keep, brake, 0.0)
+        self._asked.append(speed_limit)
+        self.last = dict(free=free, keep=keep, brake=brake, cut=cut, deciding=deciding)
         return PlannerOutput(velocity=velocity, waypoint=waypoint, speed_limit=speed_limit,
                              collision=overlapping(radius, (q, other, dist), n))
+
+    def _speed_bound(self, commanded: np.ndarray, window: float, dt: float) -> np.ndarray:
+        """An upper bound of each cube's speed now: the speed of its last command, and every speed limit this
+        planner gave it within ``window`` (commands take that long to arrive and run out)."""
+        keep = max(1, int(math.ceil(window / dt)))
+        del self._asked[:-keep]
+        recent = np.max(np.stack(self._asked), axis=0) if self._asked else 0.0
+        return np.maximum(commanded, recent)
+
+    def _turn_cos(self) -> np.ndarray:
+        """cos of the turn at u from the cube's way in to its next edge (1 without a next edge)."""
+        c = self.claims
+        into, out = c.u - c.pos, c.w - c.u
+        norm = np.hypot(*into.T) * np.hypot(*out.T)
+        cos_t = np.einsum('nd,nd->n', into, out) / np.maximum(norm, 1e-12)
+        return np.where(c.has_next() & (norm > 1e-9), np.clip(cos_t, -1.0, 1.0), 1.0)
+
+    def _corner_allowance(self, lines: np.ndarray, radius: np.ndarray, margin: float, pairs) -> np.ndarray:
+        """How far (u) each cube may stray from its claim when it cuts a corner: half the room its claim has to
+        spare beyond the pair distance to every other claim, and the room to the walls, between ``corner_cut``
+        and ``corner_cut_max`` (a cube alone in open space drives smooth curves, a cube in a crowd follows its
+        claim closely)."""
+        p = self.params
+        n = len(lines)
+        room = np.full(n, p.corner_cut_max)
+        q, other = pairs
+        if q.size:
+            a0, a1 = lines[q, :-1][:, :, None], lines[q, 1:][:, :, None]
+            b0, b1 = lines[other, :-1][:, None], lines[other, 1:][:, None]
+            d = segment_distance(a0, a1, b0, b1).reshape(len(q), -1).min(axis=1)
+            spare = 0.5 * (d - radius[q] - radius[other] - margin)
+            np.minimum.at(room, q, spare)
+        walls = self.lattice.walls
+        if len(walls):
+            mids = 0.5 * (lines[:, :-1] + lines[:, 1:])
+            samples = np.concatenate([lines, mids], axis=1).reshape(-1, 2)
+            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - p.wall_margin
+            room = np.minimum(room, gap)
+        return np.clip(room, p.corner_cut, p.corner_cut_max)
+
+    def _waypoints(self, lines, free, remaining, cut) -> np.ndarray:
+        """Each cube's waypoint: ``lookahead`` along its free claim, but never so far round a turn at u that the
+        straight line from the cube to it (CubeHandle drives straight at its waypoint) passes more than ``cut``
+        from the corner. A waypoint cut short is pushed out along the path's direction to ``lookahead``, so the
+        handle does not brake for it: the speed limit (free claim / reaction time) does the braking."""
+        p, c = self.params, self.claims
+        reach = np.minimum(free, p.lookahead)
+        into, out = c.u - c.pos, c.w - c.u
+        a = np.hypot(*into.T)
+        norm = a * np.hypot(*out.T)
+        cos_t = np.clip(np.einsum('nd,nd->n', into, out) / np.maximum(norm, 1e-12), -1.0, 1.0)
+        sin_t = np.sqrt(1.0 - cos_t ** 2)
+        # the chord from the cube (a before the corner) to a point b past it misses the corner by
+        # a b sin(t) / |chord|; the largest b that keeps this within cut:
+        den = a * a * sin_t * sin_t - cut * cut
+        b = a * cut * (cut * cos_t + sin_t * np.sqrt(np.maximum(a * a - cut * cut, 0.0))) / np.maximum(den, 1e-12)
+        b = np.where((den <= 0.0) | (cos_t >= 1.0 - 1e-12), np.inf, np.maximum(b, 0.0))
+        turning = c.has_next() & (norm > 1e-12) & (remaining < reach)
+        reach = np.where(turning, np.minimum(reach, remaining + b), reach)
+        point = polyline_point(lines, reach)
+        chord = point - c.pos
+        length = np.hypot(*chord.T)
+        straight = ~turning | (reach > remaining + 1e-9)           # no turn between the cube and the waypoint
+        short = straight & (length < p.lookahead) & (length > 0.25 * p.lookahead)
+        short &= c.u_node != self.lattice.size + np.arange(c.n)                     # not the final approach
+        stretch = np.where(short, p.lookahead / np.maximum(length, 1e-9), 1.0)
+        return c.pos + chord * stretch[:, None]
 
     def waits(self) -> dict[int, list[int]]:
         """Which cubes each cube currently waits for (diagnostics: who blocks whom)."""
         return {} if self.claims is None else self.claims.waits()
 
     # ------------------------------------------------------------------------------------------------ set-up
-    def _prepare(self, state: SwarmState) -> None:
+    def _prepare(self, state: SwarmState, margin: float) -> None:
         """(Re)build the lattice when the walls, the radii or the area change; refresh goals and blocked
         vertices (stopped cubes) and the route fields that depend on them."""
         p = self.params
@@ -118,25 +226,33 @@ class CoordinatedPlanner:
         walls = np.asarray(state.walls, float).reshape(-1, 5)
         typical = radius[active] if active.any() else radius
         r_typ = float(typical[0]) if np.all(typical == typical[0]) else float(np.median(typical))
-        spacing = 2.0 * r_typ + p.margin
+        spacing = 2.0 * r_typ + margin
         key = walls.tobytes() + np.float64(spacing).tobytes()
-        wanted = np.vstack([state.pos, np.asarray(state.goal)[active]])
+        # the area the lattice must cover: active cubes and their goals (a stopped cube far away, e.g. one never
+        # seen yet, does not matter), clipped to the usable area when it is known
+        wanted = np.vstack([state.pos[active], np.asarray(state.goal)[active]])
         if state.bounds is not None:
             x0, y0, x1, y1 = state.bounds
-            wanted = np.clip(wanted, [x0, y0], [x1, y1])
-        if self.lattice is None or key != self._walls_key or not self.lattice.covers(wanted, spacing):
+            inside = np.all((state.pos >= [x0, y0]) & (state.pos <= [x1, y1]), axis=1)
+            wanted = np.clip(np.vstack([wanted, state.pos[inside]]), [x0, y0], [x1, y1])
+        if len(wanted) == 0:
+            wanted = np.asarray(state.pos, float)
+        if self.lattice is None or key != self._walls_key or not self._covers(wanted, spacing):
             lo = wanted.min(axis=0) - p.pad * spacing
             hi = wanted.max(axis=0) + p.pad * spacing
             if state.bounds is not None:
                 lo, hi = np.maximum(lo, state.bounds[:2]), np.minimum(hi, state.bounds[2:])
+            self._area = (lo, hi, state.bounds is not None)
             self.lattice = Lattice.build((*lo, *hi), spacing, walls, r_typ + p.wall_margin)
             self._walls_key = key
             v = self.lattice.size
             self.claims = Claims(state.pos, v + state.n + np.arange(state.n))
+            self._was_active = np.ones(state.n, bool)      # every claim starts where its cube is now
             self._float = np.array(state.pos, float)
             self._goals = np.full((state.n, 2), np.nan)
             self._blocked_key = None
             self._field = None
+            self._blocked = np.zeros(v, bool)
             self._goal_adj = np.zeros((state.n, v), bool)
             self._float_adj = [self._attach(i, self._float[i]) for i in range(state.n)]
         lat = self.lattice
@@ -146,7 +262,7 @@ class CoordinatedPlanner:
             self._blocked_key = blocked_key
             self._blocked = np.zeros(lat.size, bool)
             for j in np.nonzero(inactive)[0]:
-                reach = radius[j] + r_typ + p.margin
+                reach = radius[j] + r_typ + margin
                 self._blocked |= np.hypot(*(lat.points - state.pos[j]).T) < reach
             self._goals[:] = np.nan                          # every goal's field depends on the blocked set
         goals = np.asarray(state.goal, float)
@@ -166,31 +282,41 @@ class CoordinatedPlanner:
             if self._field is not None:
                 self._field[rows] = lat.route_fields(self._goals[rows], self._blocked)
 
+    def _covers(self, points: np.ndarray, spacing: float) -> bool:
+        """Does the lattice's area hold ``points`` (with a spacing to spare unless the area is the bounds)?"""
+        lo, hi, bounded = self._area
+        spare = 0.0 if bounded else spacing
+        return bool(np.all(points >= lo + spare - 1e-9) and np.all(points <= hi - spare + 1e-9))
+
     def _attach(self, i: int, point: np.ndarray) -> np.ndarray:
-        idx, _d = self.lattice.attach(point, getattr(self, '_blocked', None))
+        idx, _d = self.lattice.attach(point, self._blocked)
         return idx
 
     def _hold_inactive(self, active: np.ndarray) -> None:
         """A stopped cube's claim shrinks to the point where it stands (cubes waiting for it keep waiting
-        there); when it becomes active again it starts from that point."""
+        there); when it becomes active again it starts afresh from where it is then."""
         c = self.claims
         v = self.lattice.size
-        for i in np.nonzero(~active)[0]:
+        woke = active & ~self._was_active
+        for i in np.nonzero(~active | woke)[0]:
             c.clear_next(i)
-            c.u_node[i] = v + c.n + i
-            c.u[i] = c.origin[i] = c.pos[i]
-            if np.hypot(*(self._float[i] - c.pos[i])) > 1e-6:
+            if woke[i]:
+                c.restart(i, v + c.n + i, c.pos[i])
+            else:
+                c.u_node[i] = v + c.n + i
+                c.u[i] = c.origin[i] = c.pos[i]
+            if np.hypot(*(self._float[i] - c.pos[i])) > 1e-6 or woke[i]:
                 self._float[i] = c.pos[i]
                 self._float_adj[i] = self._attach(i, c.pos[i])
 
-    def _pairs(self, radius: np.ndarray, step_reach: np.ndarray):
+    def _pairs(self, radius: np.ndarray, margin: float, step_reach: np.ndarray):
         """All pairs (i, j, distance) close enough for a new edge of i to reach j's claim (which also covers
         the velocity check and the overlap test), sorted by i."""
         c = self.claims
         extent = np.hypot(*(c.pos - c.u).T) + np.hypot(*(c.u - c.w).T)
         extent = np.maximum(extent, step_reach)
         longest_edge = 4.0 * self.lattice.spacing
-        cutoff = 2.0 * float(radius.max()) + self.params.margin + 2.0 * float(extent.max()) + longest_edge
+        cutoff = 2.0 * float(radius.max()) + margin + 2.0 * float(extent.max()) + longest_edge
         q, other, dist = pairs_within(c.pos, cutoff)
         order = np.argsort(q, kind='stable')
         return q[order], other[order], dist[order]
@@ -203,7 +329,7 @@ class CoordinatedPlanner:
     # ------------------------------------------------------------------------------------------------ graph
     def _candidates(self, i: int):
         """Next vertices of cube i, best first: (nodes, points, is_stay)."""
-        c, lat = self.claims, self.lattice
+        c, lat, p = self.claims, self.lattice, self.params
         v, n = lat.size, c.n
         u = int(c.u_node[i])
         goal = v + i
@@ -224,6 +350,11 @@ class CoordinatedPlanner:
         nodes = nodes[(nodes >= v) | ~self._blocked[lattice_nodes]]
         points = self._points(i, nodes)
         key = self._route(i, nodes) + 1e-3 * np.hypot(*(points - c.u[i]).T) + self._jitter(i, nodes)
+        # keep right: among equally good vertices prefer the one on the right of the way to the goal, so cubes
+        # meeting head-on take different lanes (mat frame: y down, so right of (dx, dy) is (-dy, dx))
+        way = self._goals[i] - c.u[i]
+        right = np.array([-way[1], way[0]]) / max(float(np.hypot(*way)), 1e-9)
+        key = key - p.keep_right * ((points - c.u[i]) @ right)
         stay_key = self._route(i, np.array([u]))[0] if u < v + n else ((key.min() if key.size else 0.0) + lat.spacing)
         nodes = np.append(nodes, u)
         points = np.vstack([points, c.u[i][None]])
@@ -259,27 +390,28 @@ class CoordinatedPlanner:
         return 1e-9 * h
 
 
-def stop_unsafe(pos: np.ndarray, velocity: np.ndarray, radius: np.ndarray, gap: float, horizon: float,
+def stop_unsafe(pos: np.ndarray, planned: np.ndarray, radius: np.ndarray, gap: float,
                 pairs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """The continuous safety layer: a cube whose motion over ``horizon`` would bring it closer than touching
-    (+ ``gap``) to another cube, and closer than it is now, stands still; repeated until no such pair is left.
-    A stopped pair cannot get closer, so no contact can start or deepen between planned cubes."""
+    """The continuous safety layer, independent of the claims: a cube whose planned position (where its claim
+    takes it within the reaction time) would be closer than touching (+ ``gap``) to another cube's, and closer
+    than the two are now, stands still; repeated until no such pair is left. A stopped pair cannot get closer,
+    so no contact can start or deepen. Returns which cubes may move."""
     n = len(pos)
+    keep = np.ones(n, bool)
     q, p, now = pairs
     if q.size == 0:
-        return velocity
-    velocity = velocity.copy()
+        return keep
+    planned = planned.copy()
     limit = radius[q] + radius[p] + gap
     for _ in range(n):
-        nxt = pos + velocity * horizon
-        after = np.hypot(*(nxt[q] - nxt[p]).T)
-        bad = (after < limit) & (after < now - 1e-9)
-        moving = np.abs(velocity[q]).sum(axis=1) > 0.0
-        culprits = np.unique(q[bad & moving])
+        after = np.hypot(*(planned[q] - planned[p]).T)
+        bad = (after < limit) & (after < now - 1e-9) & keep[q]
+        culprits = np.unique(q[bad])
         if culprits.size == 0:
             break
-        velocity[culprits] = 0.0
-    return velocity
+        keep[culprits] = False
+        planned[culprits] = pos[culprits]
+    return keep
 
 
 def overlapping(radius: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> np.ndarray:
