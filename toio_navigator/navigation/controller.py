@@ -413,6 +413,8 @@ class SwarmController:
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
+        if getattr(self.planner, 'resolves_deadlocks', False):   # it may move a cube off its goal to let one pass
+            reached &= np.hypot(waypoint[:, 0] - pos[:, 0], waypoint[:, 1] - pos[:, 1]) <= s.handle_tolerance
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
         for i, cube in enumerate(s.cubes):

@@ -86,7 +86,9 @@ class Claims:
 
     def sharp_turn(self) -> np.ndarray:
         """Cubes whose next edge turns back by more than 90 degrees at u: they must reach u before turning."""
-        return self.has_next() & (np.einsum('nd,nd->n', self.w - self.u, self.u - self.origin) < 0.0)
+        out, way = self.w - self.u, self.u - self.origin
+        scale = np.hypot(*out.T) * np.hypot(*way.T)
+        return self.has_next() & (np.einsum('nd,nd->n', out, way) < -1e-6 * scale)
 
     def advance(self, pos: np.ndarray, arrive_tol: float, track_tol: np.ndarray | float = 0.0) -> None:
         """New measured positions; a cube within ``arrive_tol`` of u, or beyond u (in its direction of travel)
@@ -94,7 +96,9 @@ class Claims:
         current."""
         self.pos = np.array(pos, float)
         near = np.hypot(*(self.pos - self.u).T) <= arrive_tol
-        beyond = np.einsum('nd,nd->n', self.pos - self.u, self.u - self.origin) >= 0.0
+        ahead, way = self.pos - self.u, self.u - self.origin
+        scale = np.hypot(*ahead.T) * np.hypot(*way.T)
+        beyond = np.einsum('nd,nd->n', ahead, way) >= -1e-6 * scale      # a right-angle turn counts as beyond
         beside = point_segment_distance(self.pos, self.u, self.w) <= np.maximum(arrive_tol, track_tol)
         done = self.has_next() & (near | (beyond & beside & ~self.sharp_turn()))
         for i in np.nonzero(done)[0]:

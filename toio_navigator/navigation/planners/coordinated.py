@@ -40,13 +40,17 @@ class CoordinatedParams:
     loop_margin: float = 8.0      # u, the margin for them
     loop_arrive_tol: float = 6.0  # u, the arrival tolerance for them (CubeHandle stops within 8 u of a target)
     lead_factor: float = 1.5      # the cube travels on for lead_factor * latency before a command takes effect
-    stop_time: float = 0.2        # s: ... and then for at most this long on that command (duration + motor lag)
+    stop_time: float = 0.35       # s: ... and then on that command (its duration, the motor lag, damping)
     wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges)
     keep_right: float = 0.25      # route-length bonus per unit of sideways step to the right (lane choice)
     lookahead: float = 80.0       # u: waypoint distance along the claim, for CubeHandle followers
     pad: float = 3.0              # lattice spacings of free space around cubes and goals (when unbounded)
     goal_tolerance: float = 5.0   # u: a cube this close to its goal counts as there (its priority resets)
     safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
+    loop_safety_gap: float = 4.0  # u: ... and for real cubes, whose reported positions are late and noisy
+    near_full: float = 30.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
+    near_stop: float = 2.0        # u ... down to near_min * vmax at this gap or less
+    near_min: float = 0.1
     corner_cut: float = 3.0       # u: a waypoint round a corner makes a cube in a crowd cut it by at most this
     corner_cut_max: float = 20.0  # u: ... and a cube with room to spare by at most this
     turn_time: float = 0.3        # s a cube needs to change heading (CubeHandle's 250 ms + motor lag)
@@ -67,7 +71,7 @@ class CoordinatedPlanner:
         self._jitter_salt = int(rng.integers(1, 2 ** 31))
         self._age = np.zeros(n)
         self._was_active = np.zeros(n, bool)
-        self._asked: list[np.ndarray] = []          # the speed limits of the last ticks (closed loop)
+        self._commanded: list[np.ndarray] = []      # commanded speeds of the last ticks (closed loop)
         self._cut = np.zeros(n)                     # how far each cube may stray from its claim (closed loop)
         self.lattice: Lattice | None = None
         self.claims: Claims | None = None
@@ -120,38 +124,63 @@ class CoordinatedPlanner:
         step_len = np.where(claims.sharp_turn(), np.minimum(step_len, remaining), step_len)
         target = polyline_point(lines, step_len)
         velocity = np.where(active[:, None], (target - pos) / dt, 0.0)
+        moving_now = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), max(lead, dt), dt)
         planned = np.where(active[:, None], polyline_point(lines, np.minimum(free, vmax * commit)), pos)
         keep = stop_unsafe(pos, planned, radius, p.safety_gap, (q, other, dist))
+        if closed_loop:
+            # where each cube goes if it keeps its heading for the time it is committed: a cube that strays
+            # off its claim (latency, a turn taken wide) is stopped before it reaches another one
+            heading = np.column_stack([np.cos(state.heading), np.sin(state.heading)])
+            coasting = pos + heading * (moving_now * commit)[:, None]
+            keep &= stop_unsafe(pos, np.where(active[:, None], coasting, pos), radius, p.loop_safety_gap,
+                                (q, other, dist))
         velocity = np.where(keep[:, None], velocity, 0.0)
         cut = self._corner_allowance(lines, radius, margin, (q, other)) if closed_loop else np.zeros(n)
         self._cut = cut
         waypoint = self._waypoints(lines, free, remaining, cut)
         waypoint = np.where(active[:, None], waypoint, pos)
-        # the cube travels ~|vel| * lead before this command takes effect, then at most `stop` on it; it also
-        # slows down for a turn at u (to vmax cos(turn): a right angle is taken from a stand-still)
-        moving_now = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), commit, dt)
-        brake = np.clip((free - moving_now * lead) / stop, 0.0, vmax)
+        # at speed v a cube covers v * commit before it can stop (v * lead while this command is on its way,
+        # then the command's own run): the speed that stops within the free claim, which it approaches
+        # exponentially; commit is long enough against the delay that the approach does not overshoot
+        brake = np.clip(free / commit, 0.0, vmax)
         if closed_loop:
             # a cube turning at speed v drifts about v turn_time sin(turn) / 2 off its claim; keep that within
             # the room it has (cut)
             cos_t = self._turn_cos()
             sin_t = np.where(cos_t < 0.0, 1.0, np.sqrt(np.maximum(1.0 - cos_t ** 2, 0.0)))
             corner = np.minimum(vmax, cut / np.maximum(0.5 * p.turn_time * sin_t, 1e-9))
-            before = np.clip((np.minimum(free, remaining) - moving_now * lead) / stop, 0.0, vmax)
+            before = np.clip(np.minimum(free, remaining) / commit, 0.0, vmax)
             brake = np.where(claims.has_next(), np.minimum(brake, corner + before), brake)
+        if closed_loop:
+            brake = np.minimum(brake, self._near_speed(pos, state.heading, radius, vmax, (q, other, dist)))
         speed_limit = np.where(active & keep, brake, 0.0)
-        self._asked.append(speed_limit)
         self.last = dict(free=free, keep=keep, brake=brake, cut=cut, deciding=deciding)
         return PlannerOutput(velocity=velocity, waypoint=waypoint, speed_limit=speed_limit,
                              collision=overlapping(radius, (q, other, dist), n))
 
+    def _near_speed(self, pos, heading, radius, vmax, pairs) -> np.ndarray:
+        """Speed caps from the nearest cubes a cube is heading towards: full speed with ``near_full`` of gap
+        between the bodies, down to ``near_min`` of vmax with ``near_stop`` or less. A real cube strays from its
+        path by roughly its speed times its latency, so near others it must go slowly."""
+        p = self.params
+        q, other, dist = pairs
+        cap = np.array(vmax, float, copy=True)
+        if q.size == 0:
+            return cap
+        facing = np.column_stack([np.cos(heading), np.sin(heading)])
+        towards = np.einsum('kd,kd->k', facing[q], pos[other] - pos[q]) > 0.0
+        gap = dist - radius[q] - radius[other]
+        ramp = np.clip((gap - p.near_stop) / (p.near_full - p.near_stop), p.near_min, 1.0)
+        ramp = np.where(towards, ramp, 1.0)
+        np.minimum.at(cap, q, ramp * vmax[q])
+        return cap
+
     def _speed_bound(self, commanded: np.ndarray, window: float, dt: float) -> np.ndarray:
-        """An upper bound of each cube's speed now: the speed of its last command, and every speed limit this
-        planner gave it within ``window`` (commands take that long to arrive and run out)."""
-        keep = max(1, int(math.ceil(window / dt)))
-        del self._asked[:-keep]
-        recent = np.max(np.stack(self._asked), axis=0) if self._asked else 0.0
-        return np.maximum(commanded, recent)
+        """Each cube's speed over the next ``window`` seconds, before a command sent now takes effect: the mean
+        of the speeds commanded within the last ``window`` (those commands are still on their way)."""
+        self._commanded.append(commanded)
+        del self._commanded[:-max(1, int(math.ceil(window / dt)))]
+        return np.mean(np.stack(self._commanded), axis=0)
 
     def _turn_cos(self) -> np.ndarray:
         """cos of the turn at u from the cube's way in to its next edge (1 without a next edge)."""
@@ -201,6 +230,7 @@ class CoordinatedPlanner:
         den = a * a * sin_t * sin_t - cut * cut
         b = a * cut * (cut * cos_t + sin_t * np.sqrt(np.maximum(a * a - cut * cut, 0.0))) / np.maximum(den, 1e-12)
         b = np.where((den <= 0.0) | (cos_t >= 1.0 - 1e-12), np.inf, np.maximum(b, 0.0))
+        b = np.where(cos_t < 0.0, 0.0, b)          # a cube that turns back goes to the corner first
         turning = c.has_next() & (norm > 1e-12) & (remaining < reach)
         reach = np.where(turning, np.minimum(reach, remaining + b), reach)
         point = polyline_point(lines, reach)
