@@ -61,16 +61,19 @@ class Lattice:
     @classmethod
     def build(cls, bounds, spacing: float, walls: np.ndarray, clearance: float, offsets: int = 6) -> 'Lattice':
         """A lattice covering ``bounds`` (x0, y0, x1, y1). With walls, the lattice origin is shifted in steps of
-        spacing/``offsets`` to the position that keeps the most free vertices (so a corridor that fits two lanes
-        gets two, whatever its coordinates)."""
+        spacing/``offsets`` to the position that keeps the most free vertices, the ones farther from walls
+        counting a little more (so a corridor that fits two lanes gets two, and a corridor that fits one gets it
+        in its middle, whatever its coordinates)."""
         x0, y0, x1, y1 = (float(v) for v in bounds)
         walls = np.asarray(walls, float).reshape(-1, 5)
         best = (0.0, 0.0)
         if len(walls) and offsets > 1:
             shifts = [(i * spacing / offsets, j * spacing / offsets) for i in range(offsets) for j in range(offsets)]
-            counts = [int((wall_gap(_lattice_points(x0, y0, x1, y1, spacing, s)[0], walls) >= clearance).sum())
-                      for s in shifts]
-            best = shifts[int(np.argmax(counts))]
+            scores = []
+            for shift in shifts:
+                room = wall_gap(_lattice_points(x0, y0, x1, y1, spacing, shift)[0], walls) - clearance
+                scores.append(float(np.sum(np.where(room >= 0.0, 1.0 + np.minimum(room, spacing / 2) / spacing, 0.0))))
+            best = shifts[int(np.argmax(scores))]
         points, shape, origin = _lattice_points(x0, y0, x1, y1, spacing, best)
         free = wall_gap(points, walls) >= clearance
         nx, ny = shape

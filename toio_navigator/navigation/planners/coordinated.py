@@ -41,7 +41,8 @@ class CoordinatedParams:
     loop_arrive_tol: float = 6.0  # u, the arrival tolerance for them (CubeHandle stops within 8 u of a target)
     lead_factor: float = 1.5      # the cube travels on for lead_factor * latency before a command takes effect
     stop_time: float = 0.35       # s: ... and then on that command (its duration, the motor lag, damping)
-    wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges)
+    wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges) ...
+    loop_wall_margin: float = 6.0  # u ... and for real cubes
     keep_right: float = 0.25      # route-length bonus per unit of sideways step to the right (lane choice)
     lookahead: float = 80.0       # u: waypoint distance along the claim, for CubeHandle followers
     pad: float = 3.0              # lattice spacings of free space around cubes and goals (when unbounded)
@@ -99,7 +100,7 @@ class CoordinatedPlanner:
         lead = p.lead_factor * state.latency if closed_loop else 0.0
         stop = p.stop_time if closed_loop else dt
         commit = lead + stop                      # s of travel a cube is committed to once it moves
-        self._prepare(state, margin)
+        self._prepare(state, margin, p.loop_wall_margin if closed_loop else p.wall_margin)
         claims = self.claims
         claims.advance(pos, p.loop_arrive_tol if closed_loop else p.arrive_tol, self._cut + p.loop_arrive_tol)
         self._hold_inactive(active)
@@ -209,7 +210,7 @@ class CoordinatedPlanner:
         if len(walls):
             mids = 0.5 * (lines[:, :-1] + lines[:, 1:])
             samples = np.concatenate([lines, mids], axis=1).reshape(-1, 2)
-            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - p.wall_margin
+            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - p.loop_wall_margin
             room = np.minimum(room, gap)
         return np.clip(room, p.corner_cut, p.corner_cut_max)
 
@@ -247,7 +248,7 @@ class CoordinatedPlanner:
         return {} if self.claims is None else self.claims.waits()
 
     # ------------------------------------------------------------------------------------------------ set-up
-    def _prepare(self, state: SwarmState, margin: float) -> None:
+    def _prepare(self, state: SwarmState, margin: float, wall_margin: float) -> None:
         """(Re)build the lattice when the walls, the radii or the area change; refresh goals and blocked
         vertices (stopped cubes) and the route fields that depend on them."""
         p = self.params
@@ -257,7 +258,7 @@ class CoordinatedPlanner:
         typical = radius[active] if active.any() else radius
         r_typ = float(typical[0]) if np.all(typical == typical[0]) else float(np.median(typical))
         spacing = 2.0 * r_typ + margin
-        key = walls.tobytes() + np.float64(spacing).tobytes()
+        key = walls.tobytes() + np.float64(spacing).tobytes() + np.float64(wall_margin).tobytes()
         # the area the lattice must cover: active cubes and their goals (a stopped cube far away, e.g. one never
         # seen yet, does not matter), clipped to the usable area when it is known
         wanted = np.vstack([state.pos[active], np.asarray(state.goal)[active]])
@@ -273,7 +274,7 @@ class CoordinatedPlanner:
             if state.bounds is not None:
                 lo, hi = np.maximum(lo, state.bounds[:2]), np.minimum(hi, state.bounds[2:])
             self._area = (lo, hi, state.bounds is not None)
-            self.lattice = Lattice.build((*lo, *hi), spacing, walls, r_typ + p.wall_margin)
+            self.lattice = Lattice.build((*lo, *hi), spacing, walls, r_typ + wall_margin)
             self._walls_key = key
             v = self.lattice.size
             self.claims = Claims(state.pos, v + state.n + np.arange(state.n))
