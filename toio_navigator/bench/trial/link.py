@@ -24,7 +24,7 @@ from toio_navigator.cube import protocol as pr
 from toio_navigator.sim.virtual_cube import VirtualCubes
 
 #: event kinds, in the order simultaneous events are handled (the cube side first, then the host)
-ARRIVE, NOTIFY, WRITE, STATE, TIMER = range(5)
+ARRIVE, NOTIFY, WRITE, STATE, TIMER, TICK = range(6)
 
 
 class EventQueue:
