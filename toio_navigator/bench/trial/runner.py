@@ -199,9 +199,13 @@ class ClosedLoop:
         if not self.tick_on_fresh:
             return
         self.fresh.add(i)
-        live = self.controller.live(self.now)
-        if all(j in self.fresh for j in np.nonzero(live)[0].tolist()):
-            self._want_tick()
+        # the node's test (every live cube has reported since the last tick), stopping at the first live cube
+        # still missing: what controller.live() computes, for one cube at a time
+        c, timeout = self.controller, self.controller.settings.stale_timeout_s
+        for j in range(len(self.cubes)):
+            if j not in self.fresh and self.now - c.stamp[j] <= timeout and c.link_ok[j]:
+                return
+        self._want_tick()
 
     def _on_timer(self) -> None:
         self._want_tick()
@@ -218,7 +222,11 @@ class ClosedLoop:
             reading = self.feed.take(cube, self.link.counters)
             self.events.push(when + self.feed.next_interval(), NOTIFY, cube)
             if reading is not None:     # the driver stamps it on reception; the navigator may take it later
-                self.events.push(self._host_busy_until(when), STATE, cube, (*reading, when))
+                ready = self._host_busy_until(when)
+                if ready > when:
+                    self.events.push(ready, STATE, cube, (*reading, when))
+                else:
+                    self._on_state(cube, (*reading, when))
         else:                           # STATE, TIMER or TICK: the navigator process must be running
             ready = self._host_busy_until(when)
             if ready > when:
