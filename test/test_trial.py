@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.bench.scenarios import Scenario, load_scenarios, parse_scenarios
 from toio_navigator.bench.trial.diagnosis import diagnose
 from toio_navigator.bench.trial.link import ARRIVE, WRITE, EventQueue, LinkCounters, MotorLink, PositionFeed
 from toio_navigator.bench.trial.profiles import BLE, IDEAL, LOADED, streams
 from toio_navigator.bench.trial.runner import place, run_trial
-from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.cli import main
 from toio_navigator.cube import protocol as pr
 from toio_navigator.sim.virtual_cube import VirtualCubes
