@@ -149,7 +149,7 @@ class PositionFeed:
             return None
         note = pr.decode(pr.Characteristic.ID_INFORMATION, data)
         if isinstance(note, pr.PositionId):
-            theta = math.radians(note.angle % 360)      # the driver's convention: (-pi, pi]
+            theta = math.radians(note.angle % 360)      # the driver's convention: [-pi, pi)
             if theta >= math.pi:
                 theta -= 2.0 * math.pi
             self.pose[cube] = (float(note.x), float(note.y), theta)

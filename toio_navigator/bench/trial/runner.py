@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -103,7 +103,6 @@ class TrialResult:
     step_ms: np.ndarray                  # wall time of every navigator tick
     simulated_s: float = 0.0
     wall_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class ClosedLoop:
