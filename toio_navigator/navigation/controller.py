@@ -34,6 +34,7 @@ LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the cont
 TOWARDS, AWAY, STOP = 0, 1, 2
 BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT   # half the 31.8 mm body, mat units (contact below twice this)
 SATURATIONS = ('keep_rotation', 'reference')
+ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out of an HLAvoid overlap
 
 
 def planner_names() -> list[str]:
@@ -180,6 +181,27 @@ def _wrap(a):
     return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
 
 
+def overlap_escape(p: np.ndarray, others: np.ndarray, reach: np.ndarray, walls: np.ndarray, wall_add: float,
+                   lookahead: float, prefer: np.ndarray, directions: int = 16) -> np.ndarray:
+    """Unit vector of the way out of overlaps for a cube at ``p``: of ``directions`` evenly spread headings, the
+    one whose point ``lookahead`` away lies least deep inside the discs (centres ``others``, radii ``reach``)
+    and wall bands (rows x1, y1, x2, y2, margin; half-width margin + ``wall_add``), summed; among equally good
+    ones the closest to ``prefer``. Looking ahead (rather than down the local slope) finds the way out of a
+    pocket where the pushes of two cubes and a wall cancel or change sides after a few units."""
+    a = np.arange(directions) * (2 * math.pi / directions)
+    u = np.column_stack([np.cos(a), np.sin(a)])
+    q = p + lookahead * u                                                         # (D, 2)
+    depth = np.maximum(reach[None, :] - np.hypot(*(q[:, None, :] - others[None, :, :]).transpose(2, 0, 1)),
+                       0.0).sum(axis=1)
+    for x1, y1, x2, y2, m in walls:
+        w0, ab = np.array([x1, y1]), np.array([x2 - x1, y2 - y1])
+        t = np.clip((q - w0) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+        depth += np.maximum(m + wall_add - np.hypot(*(q - (w0 + t[:, None] * ab)).T), 0.0)
+    best = depth <= depth.min() + 1e-6
+    k = int(np.argmax(np.where(best, u @ prefer, -np.inf)))
+    return u[k]
+
+
 def predict_pose(x, y, th, left, right, active_s, horizon, k: float, track: float):
     """Pose ``horizon`` seconds (scalar or per cube) after the observed one, driving the last wheel command
     (motor units), which stays on for ``active_s`` more seconds from the observation.
@@ -298,6 +320,8 @@ class SwarmController:
         self.sidestep_goal = np.zeros((n, 2))
         self.sidestep_sign = np.ones(n)                # +1 = to the right of the goal direction (mat y down)
         self.sidesteps = np.zeros(n, dtype=int)
+        self.escaping = np.zeros(n, dtype=bool)          # the breaker drives it out of an HLAvoid overlap ...
+        self.escape_dir = np.zeros((n, 2))               # ... this way
         self.stop_requested: set[int] = set()
         self.set_planner(settings.planner)
 
@@ -392,8 +416,8 @@ class SwarmController:
         tol = np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in self.goals])
         away = np.array([bool(g and g.direction == AWAY) for g in self.goals])
         active = ok & has_goal
-        if not getattr(self.planner, 'resolves_deadlocks', False):   # a coordinating planner has its own
-            goal_xy = self._unstick(now, pos, goal_xy, active & ~away)
+        coordinating = bool(getattr(self.planner, 'resolves_deadlocks', False))   # it has its own dead-lock handling
+        goal_xy, breaking = self._unstick(now, pos, goal_xy, active & ~away & ~coordinating)
 
         # the state was read `age` before the tick; the next command takes effect `lag` after it
         age = np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0)
@@ -406,15 +430,19 @@ class SwarmController:
         else:
             ent_pos, ent_th = pos, th
         waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok)
-        speed = np.minimum(limit, cap * ratio)                 # navi_to_target: min(speedLimit, maxSpd·ratio)
-        speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
-        left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
-                                   s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
-        if getattr(self.planner, 'resolves_deadlocks', False):   # it may move a cube off its goal to let one pass
+        if coordinating:   # it may move a cube off its goal to let another one pass
             reached &= np.hypot(waypoint[:, 0] - pos[:, 0], waypoint[:, 1] - pos[:, 1]) <= s.handle_tolerance
+        # a cube on its way out of an overlap stays in the breaker until it is out, progress or not
+        waypoint, self.escaping = self._out_of_reach(pos, waypoint, goal_xy, (breaking | self.escaping) & ~away
+                                                     & ~reached, collision)
+        speed = np.minimum(limit, cap * ratio)                 # navi_to_target: min(speedLimit, maxSpd·ratio)
+        speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
+        speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
+        left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
+                                   s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
         for i, cube in enumerate(s.cubes):
@@ -455,17 +483,19 @@ class SwarmController:
         self.frozen_extra[~gone] = 0.0
         return np.where(gone[:, None], self.frozen, self.pose)
 
-    def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray) -> np.ndarray:
-        """Goals for this tick: the real goal, or a side-step target for a cube that has stopped making
-        progress (symmetric encounters where HLAvoid keeps choosing a waypoint that is too short to move)."""
+    def _unstick(self, now: float, pos: np.ndarray, goal_xy: np.ndarray, moving: np.ndarray):
+        """(goals for this tick, breaker engaged). The goal is the real one, or a side-step target for a cube
+        that has stopped making progress far from its goal (symmetric encounters where HLAvoid keeps choosing a
+        waypoint that is too short to move). The breaker is engaged for a cube that has made no progress for
+        ``stuck_time_s`` (wherever it is) or is side-stepping; :meth:`_out_of_reach` acts on those."""
         s = self.settings
         fresh = ~moving | ~np.isfinite(self.anchor[:, 0]) | \
             (np.hypot(*(pos - self.anchor).T) > s.stuck_distance)
         self.anchor[fresh] = pos[fresh]
         self.anchor_time[fresh] = now
+        no_progress = moving & (s.stuck_time_s > 0) & (now - self.anchor_time >= s.stuck_time_s)
         far = np.hypot(*(goal_xy - pos).T) > max(s.tolerance, s.sidestep_distance)
-        stuck = moving & far & (s.stuck_time_s > 0) & (now - self.anchor_time >= s.stuck_time_s) & \
-            (now >= self.sidestep_until)
+        stuck = no_progress & far & (now >= self.sidestep_until)
         for i in np.nonzero(stuck)[0]:
             d = goal_xy[i] - pos[i]
             d = d / max(float(np.hypot(*d)), 1e-9)
@@ -478,7 +508,42 @@ class SwarmController:
         stepping = moving & (now < self.sidestep_until)
         (x0, x1), (y0, y1) = self.handle.border_x, self.handle.border_y     # never side-step off the mat
         target = np.column_stack([np.clip(self.sidestep_goal[:, 0], x0, x1), np.clip(self.sidestep_goal[:, 1], y0, y1)])
-        return np.where(stepping[:, None], target, goal_xy)
+        return np.where(stepping[:, None], target, goal_xy), no_progress | stepping
+
+    def _out_of_reach(self, pos: np.ndarray, waypoint: np.ndarray, target: np.ndarray, breaking: np.ndarray,
+                      collision: np.ndarray) -> np.ndarray:
+        """The breaker's answer to a waypoint inside the handle's own reached radius (``handle_tolerance``):
+        move-to-target stops there, so a cube whose planner keeps handing it such a waypoint gets 0/0 every
+        tick and never moves again, side-step or not: HLAvoid in its collision state returns an escape
+        waypoint a few units away whatever the goal is (the demo's 80 s stall). For a cube with the breaker
+        engaged such a waypoint is moved out to ``handle_tolerance + stuck_distance``: for HLAvoid in its
+        collision state, away from what it overlaps (:func:`overlap_escape`), at no less than ESCAPE_SPEED
+        (its stop rule holds a cube that heads into an overlap at 0 there, and in a pocket between a wall and
+        two cubes every heading does); otherwise along the planner's own direction, or towards this tick's
+        target (side-step target or goal) when it gives none, under the planner's speed limit.
+        Returns (waypoints, escaping: the cubes driven out of an overlap)."""
+        s = self.settings
+        d = waypoint - pos
+        dist = np.hypot(d[:, 0], d[:, 1])
+        short = breaking & (dist <= s.handle_tolerance)
+        escaping = np.zeros(len(pos), dtype=bool)
+        if not short.any():
+            return waypoint, escaping
+        t = target - pos
+        t_dist = np.hypot(t[:, 0], t[:, 1])
+        direction = np.where((dist > 1e-6)[:, None], d / np.maximum(dist, 1e-9)[:, None],
+                             t / np.maximum(t_dist, 1e-9)[:, None])
+        if self.planner is None:
+            margin = self.params.avoid.margin + self.frozen_extra    # each cube's avoid margin, as planned
+            for i in np.nonzero(short & collision)[0]:
+                if not self.escaping[i]:                # a way out is chosen once and kept until it is out
+                    others = np.arange(len(pos)) != i   # HLAvoid: two cubes overlap within both avoid margins
+                    self.escape_dir[i] = overlap_escape(pos[i], pos[others], margin[i] + margin[others],
+                                                        self.walls, margin[i], s.sidestep_distance,
+                                                        t[i] / max(t_dist[i], 1e-9))
+                direction[i], escaping[i] = self.escape_dir[i], True
+        pushed = pos + direction * (s.handle_tolerance + s.stuck_distance)
+        return np.where(short[:, None], pushed, waypoint), escaping
 
     def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok):
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""

@@ -24,7 +24,7 @@ from toio_navigator.cube import protocol as pr
 from toio_navigator.sim.virtual_cube import VirtualCubes
 
 #: event kinds, in the order simultaneous events are handled (the cube side first, then the host)
-ARRIVE, NOTIFY, WRITE, STATE, TIMER = range(5)
+ARRIVE, NOTIFY, WRITE, STATE, TIMER, TICK = range(6)
 
 
 class EventQueue:
@@ -149,7 +149,7 @@ class PositionFeed:
             return None
         note = pr.decode(pr.Characteristic.ID_INFORMATION, data)
         if isinstance(note, pr.PositionId):
-            theta = math.radians(note.angle % 360)      # the driver's convention: (-pi, pi]
+            theta = math.radians(note.angle % 360)      # the driver's convention: [-pi, pi)
             if theta >= math.pi:
                 theta -= 2.0 * math.pi
             self.pose[cube] = (float(note.x), float(note.y), theta)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 from toio_navigator.bench.metrics import MetricSetup, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
 from toio_navigator.bench.trial.diagnosis import diagnose
-from toio_navigator.bench.trial.link import (ARRIVE, NOTIFY, STATE, TIMER, WRITE, EventQueue, MotorLink,
+from toio_navigator.bench.trial.link import (ARRIVE, NOTIFY, STATE, TICK, TIMER, WRITE, EventQueue, MotorLink,
                                              PositionFeed)
 from toio_navigator.bench.trial.profiles import TimingProfile, streams
 from toio_navigator.cube import protocol as pr
@@ -103,7 +103,6 @@ class TrialResult:
     step_ms: np.ndarray                  # wall time of every navigator tick
     simulated_s: float = 0.0
     wall_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class ClosedLoop:
@@ -144,9 +143,10 @@ class ClosedLoop:
             if reason:
                 raise ValueError(f'scenario {scenario.name!r}: the navigator refuses {cube}\'s goal: {reason}')
             self.events.push(self.feed.next_interval() * self.rng['notify_interval'].random(), NOTIFY, i)
-        self.events.push(self._timer_time(self.period), TIMER)
+        self.events.push(self.period, TIMER)
         self.fresh: set[int] = set()
         self.last_tick = -math.inf
+        self.tick_due = False           # a tick is decided but has not run yet (a late host)
         self.stall = self._next_stall(0.0)
         self.step_ms: list[float] = []
         self.ticks = self.stalls = 0
@@ -155,9 +155,16 @@ class ClosedLoop:
     def _set_arrival(self, t: float) -> None:
         self.arrival = t
 
-    def _timer_time(self, nominal: float) -> float:
+    def _want_tick(self) -> None:
+        """The node decides to tick (timer or fresh states): at once, or as late as the profile's host runs."""
+        if self.tick_due or self.now - self.last_tick < FRESH_TICK_FRACTION * self.period:
+            return
         late = self.profile.tick_late_periods
-        return nominal + (self.rng['tick_late'].uniform(0.0, late * self.period) if late > 0 else 0.0)
+        if late <= 0:
+            self._tick()
+            return
+        self.tick_due = True
+        self.events.push(self.now + self.rng['tick_late'].uniform(0.0, late * self.period), TICK)
 
     def _next_stall(self, after: float) -> tuple[float, float]:
         p = self.profile
@@ -174,6 +181,7 @@ class ClosedLoop:
         return self.stall[1] if t >= self.stall[0] else t
 
     def _tick(self) -> None:
+        self.tick_due = False
         self.last_tick = self.now
         self.fresh.clear()
         started = time.perf_counter()
@@ -190,16 +198,18 @@ class ClosedLoop:
         if not self.tick_on_fresh:
             return
         self.fresh.add(i)
-        live = self.controller.live(self.now)
-        if all(j in self.fresh for j in np.nonzero(live)[0].tolist()) and \
-                self.now - self.last_tick >= FRESH_TICK_FRACTION * self.period:
-            self._tick()
+        # the node's test (every live cube has reported since the last tick), stopping at the first live cube
+        # still missing: what controller.live() computes, for one cube at a time
+        c, timeout = self.controller, self.controller.settings.stale_timeout_s
+        for j in range(len(self.cubes)):
+            if j not in self.fresh and self.now - c.stamp[j] <= timeout and c.link_ok[j]:
+                return
+        self._want_tick()
 
     def _on_timer(self) -> None:
-        if self.now - self.last_tick >= FRESH_TICK_FRACTION * self.period:
-            self._tick()
-        nominal = (math.floor(self.now / self.period + 1e-9) + 1) * self.period   # the next slot of the grid
-        self.events.push(self._timer_time(nominal), TIMER)
+        self._want_tick()
+        # the timer keeps its grid: after a stall it fires once, then on the next slot
+        self.events.push((math.floor(self.now / self.period + 1e-9) + 1) * self.period, TIMER)
 
     def _handle(self, when: float, kind: int, cube: int, payload) -> None:
         self.now = when
@@ -211,15 +221,21 @@ class ClosedLoop:
             reading = self.feed.take(cube, self.link.counters)
             self.events.push(when + self.feed.next_interval(), NOTIFY, cube)
             if reading is not None:     # the driver stamps it on reception; the navigator may take it later
-                self.events.push(self._host_busy_until(when), STATE, cube, (*reading, when))
-        else:                           # STATE or TIMER: the navigator process must be running
+                ready = self._host_busy_until(when)
+                if ready > when:
+                    self.events.push(ready, STATE, cube, (*reading, when))
+                else:
+                    self._on_state(cube, (*reading, when))
+        else:                           # STATE, TIMER or TICK: the navigator process must be running
             ready = self._host_busy_until(when)
             if ready > when:
                 self.events.push(ready, kind, cube, payload)
             elif kind == STATE:
                 self._on_state(cube, payload)
-            else:
+            elif kind == TIMER:
                 self._on_timer()
+            else:
+                self._tick()
 
     # ---- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
