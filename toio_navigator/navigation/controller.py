@@ -417,7 +417,7 @@ class SwarmController:
         away = np.array([bool(g and g.direction == AWAY) for g in self.goals])
         active = ok & has_goal
         coordinating = bool(getattr(self.planner, 'resolves_deadlocks', False))   # it has its own dead-lock handling
-        goal_xy, breaking = self._unstick(now, pos, goal_xy, active & ~away & ~coordinating)
+        goal_xy, breaking = self._unstick(now, pos, goal_xy, active & ~away & (not coordinating))
 
         # the state was read `age` before the tick; the next command takes effect `lag` after it
         age = np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0)
