@@ -31,7 +31,7 @@ class PibtRound:
     constrain. ``near`` lists, per cube, the cubes close enough to matter."""
 
     def __init__(self, claims: Claims, radius: np.ndarray, margin: float, status: np.ndarray,
-                 near: list[np.ndarray], candidates: CandidateSource) -> None:
+                 near: list[np.ndarray], candidates: CandidateSource, parked: np.ndarray | None = None) -> None:
         self.claims = claims
         self.radius = radius
         self.margin = margin
@@ -40,6 +40,8 @@ class PibtRound:
         self.candidates = candidates
         self.chain: list[int] = []
         self.pushes = 0
+        self.parked = np.zeros(len(status), bool) if parked is None else parked
+        self.pushed_parked: set[tuple[int, int]] = set()   # (pusher at the root of the chain, cube off its goal)
 
     def run(self, order: np.ndarray) -> None:
         for i in order:
@@ -71,7 +73,11 @@ class PibtRound:
             for j in to_push:
                 if self.status[j] == FREE:
                     self.pushes += 1
+                    if self.parked[j]:
+                        self.pushed_parked.add((self.chain[0], j))
                     if not self.decide(j):
+                        # it could not yield to this edge; another candidate of i may ask it something else
+                        self.status[j] = FREE
                         ok = False
                         break
                 elif not self._may_follow(i, j):     # decided meanwhile (by an earlier push): judge it again

@@ -45,8 +45,9 @@ class CoordinatedParams:
     loop_wall_margin: float = 6.0  # u ... and for real cubes
     keep_right: float = 0.25      # route-length bonus per unit of sideways step to the right (lane choice)
     lookahead: float = 80.0       # u: waypoint distance along the claim, for CubeHandle followers
-    pad: float = 3.0              # lattice spacings of free space around cubes and goals (when unbounded)
+    pad: float = 6.0              # lattice spacings of free space around cubes and goals (when unbounded)
     goal_tolerance: float = 5.0   # u: a cube this close to its goal counts as there (its priority resets)
+    detour_after: int = 2         # times a cube pushed the same cube off its goal before it looks for a way round
     safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
     loop_safety_gap: float = 4.0  # u: ... and for real cubes, whose reported positions are late and noisy
     near_full: float = 30.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
@@ -74,6 +75,8 @@ class CoordinatedPlanner:
         self._was_active = np.zeros(n, bool)
         self._commanded: list[np.ndarray] = []      # commanded speeds of the last ticks (closed loop)
         self._cut = np.zeros(n)                     # how far each cube may stray from its claim (closed loop)
+        self._bumps: dict[tuple[int, int], int] = {}  # (i, j): how often i pushed j off its goal
+        self._detours: dict[int, np.ndarray] = {}   # route fields that go around cubes standing on their goals
         self.lattice: Lattice | None = None
         self.claims: Claims | None = None
         self._walls_key: bytes | None = None
@@ -106,16 +109,21 @@ class CoordinatedPlanner:
         self._hold_inactive(active)
         self._was_active = active.copy()
         at_goal = np.hypot(*(pos - self._goals).T) <= p.goal_tolerance
+        for i in [i for i in self._detours if at_goal[i]]:
+            del self._detours[i]                   # the detour did its job
         self._age = np.where(at_goal | ~active, 0.0, self._age + dt)
         priority = self._age + 0.5 * dt * self._tiebreak
         remaining = np.hypot(*(pos - claims.u).T)
         deciding = active & ~claims.has_next() & (remaining <= vmax * commit + 1e-6)
         status = np.where(deciding, FREE, FIXED)
         q, other, dist = self._pairs(radius, margin, vmax * commit)
-        rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates)
+        parked = active & at_goal & (claims.u_node == self.lattice.size + np.arange(n))
+        rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates,
+                        parked)
         order = np.argsort(-priority, kind='stable')
         rnd.run(order[deciding[order]])
         self.pushes += rnd.pushes
+        self._detour(rnd.pushed_parked, parked, radius, margin)
         # move along the claim as far as it is free
         lines = claims.polylines()
         free = claims.free_length(radius, margin, vmax * commit + p.lookahead)
@@ -284,6 +292,7 @@ class CoordinatedPlanner:
             self._blocked_key = None
             self._field = None
             self._blocked = np.zeros(v, bool)
+            self._detours.clear()                          # they index the old lattice
             self._goal_adj = np.zeros((state.n, v), bool)
             self._float_adj = [self._attach(i, self._float[i]) for i in range(state.n)]
         lat = self.lattice
@@ -307,11 +316,31 @@ class CoordinatedPlanner:
                 self._field = None
             rows = np.nonzero(changed)[0]
             for i in rows:
+                self._detours.pop(int(i), None)
                 self._goal_adj[i] = False
                 idx, _d = lat.attach(self._goals[i], self._blocked)
                 self._goal_adj[i, idx] = True
             if self._field is not None:
                 self._field[rows] = lat.route_fields(self._goals[rows], self._blocked)
+
+    def _detour(self, pushers: set[tuple[int, int]], parked: np.ndarray, radius: np.ndarray, margin: float) -> None:
+        """Dead-lock by pushing: a cube that keeps pushing cubes off their goals (in a one-lane corridor it
+        would push them out, reach its goal, and then be pushed out by them in turn, for ever) gets a route
+        that treats the cubes standing on their goals as walls, when one exists: it goes around them."""
+        p = self.params
+        lat = self.lattice
+        for i, j in pushers:
+            self._bumps[(i, j)] = self._bumps.get((i, j), 0) + 1
+            if self._bumps[(i, j)] < p.detour_after:
+                continue
+            others = np.nonzero(parked)[0]
+            others = others[others != i]
+            blocked = self._blocked.copy()
+            for j in others:
+                blocked |= np.hypot(*(lat.points - self._goals[j]).T) < radius[i] + radius[j] + margin
+            field = lat.route_fields(self._goals[i][None], blocked)[0]
+            if np.isfinite(field[min(int(self.claims.u_node[i]), lat.size - 1)]) or self.claims.u_node[i] >= lat.size:
+                self._detours[int(i)] = np.where(blocked, np.inf, field)
 
     def _covers(self, points: np.ndarray, spacing: float) -> bool:
         """Does the lattice's area hold ``points`` (with a spacing to spare unless the area is the bounds)?"""
@@ -409,7 +438,9 @@ class CoordinatedPlanner:
         v = lat.size
         on_lattice = nodes < v
         idx = np.minimum(nodes, v - 1)
-        if self._field is not None:
+        if i in self._detours:
+            h = self._detours[i][idx]
+        elif self._field is not None:
             h = self._field[i, idx]
         else:
             h = np.hypot(*(lat.points[idx] - self._goals[i]).T)
