@@ -66,6 +66,8 @@ class RunResult:
     step_ms: np.ndarray                         # planner wall time per call
     b0_ms: np.ndarray                           # B0 kernel wall time (every 10th call)
     metrics: dict = field(default_factory=dict)
+    step_cpu_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))   # planner CPU time per call (a busy
+                                                                           # machine inflates wall time much more)
 
 
 def run_scenario(scenario: Scenario, planner, model: str = 'holonomic',
@@ -92,15 +94,17 @@ def run_scenario(scenario: Scenario, planner, model: str = 'holonomic',
     planner.reset(n, seed=scenario.seed)
     frames = [pos.copy()]
     step_ms: list[float] = []
+    step_cpu_ms: list[float] = []
     b0_ms: list[float] = []
     tolerance2 = scenario.goal_tolerance ** 2
     for k in range(last_step + 1):
         if np.all(np.sum((pos - goals) ** 2, axis=1) <= tolerance2) or k == last_step:
             break                                            # success, or the last step with t_k <= T
         state.pos, state.vel, state.heading = pos, vel, heading
-        started = time.perf_counter_ns()
+        started, cpu = time.perf_counter_ns(), time.process_time_ns()
         out = planner.step(state, dt)
         step_ms.append((time.perf_counter_ns() - started) * 1e-6)
+        step_cpu_ms.append((time.process_time_ns() - cpu) * 1e-6)
         cmd = np.asarray(out.velocity, float)
         if cmd.shape != (n, 2) or not np.all(np.isfinite(cmd)):
             raise ValueError(f'planner {getattr(planner, "name", planner)!r} returned an invalid velocity at step {k} '
@@ -124,7 +128,7 @@ def run_scenario(scenario: Scenario, planner, model: str = 'holonomic',
     trajectory = np.stack(frames)
     result = RunResult(scenario=scenario.name, planner=getattr(planner, 'name', type(planner).__name__),
                        model=model, seed=scenario.seed, trajectory=trajectory, step_ms=np.array(step_ms),
-                       b0_ms=np.array(b0_ms))
+                       b0_ms=np.array(b0_ms), step_cpu_ms=np.array(step_cpu_ms))
     result.metrics = compute_metrics(trajectory, MetricSetup.from_scenario(scenario), result.step_ms,
                                      result.b0_ms, name=scenario.name)
     return result
