@@ -100,7 +100,9 @@ class PibtRound:
         c = self.claims
         wanted = self.radius[i] + self.radius[others] + self.margin
         now = np.hypot(*(c.pos[others] - c.pos[i]).T) - 0.01
-        return np.minimum(wanted, now)
+        # less a hair: neighbouring lattice vertices lie exactly the pair distance apart, and rounding must not
+        # turn that into a conflict
+        return np.minimum(wanted, now) - 1e-6
 
     def _geometry(self, i, points, others):
         """Distances (C, J) from each candidate edge u_i -> point to the others' claims: current edge, next
