@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.navigation.coordination.claims import Claims
-from toio_navigator.navigation.coordination.geometry import polyline_point, segment_distance
+from toio_navigator.navigation.coordination.geometry import point_segment_distance, polyline_point, segment_distance
 from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear, wall_gap
 from toio_navigator.navigation.coordination.pibt import FIXED, FREE, PibtRound
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
@@ -106,7 +106,7 @@ class CoordinatedPlanner:
         self._prepare(state, margin, p.loop_wall_margin if closed_loop else p.wall_margin)
         claims = self.claims
         claims.advance(pos, p.loop_arrive_tol if closed_loop else p.arrive_tol, self._cut + p.loop_arrive_tol)
-        self._hold_inactive(active)
+        self._hold_inactive(active, radius, margin)
         self._was_active = active.copy()
         at_goal = np.hypot(*(pos - self._goals).T) <= p.goal_tolerance
         for i in [i for i in self._detours if at_goal[i]]:
@@ -352,22 +352,50 @@ class CoordinatedPlanner:
         idx, _d = self.lattice.attach(point, self._blocked)
         return idx
 
-    def _hold_inactive(self, active: np.ndarray) -> None:
+    def _hold_inactive(self, active: np.ndarray, radius: np.ndarray, margin: float) -> None:
         """A stopped cube's claim shrinks to the point where it stands (cubes waiting for it keep waiting
-        there); when it becomes active again it starts afresh from where it is then."""
+        there). A cube that becomes active starts afresh from where it is then, and so do the cubes whose claims
+        its position now contradicts (a cube seen for the first time can stand on another one's planned way)."""
         c = self.claims
         v = self.lattice.size
-        woke = active & ~self._was_active
-        for i in np.nonzero(~active | woke)[0]:
+        for i in np.nonzero(~active)[0]:
             c.clear_next(i)
-            if woke[i]:
+            c.u_node[i] = v + c.n + i
+            c.u[i] = c.origin[i] = c.pos[i]
+            self._refloat(i)
+        woke = np.nonzero(active & ~self._was_active)[0]
+        if woke.size:
+            for i in self._entangled(woke, active, radius, margin):
                 c.restart(i, v + c.n + i, c.pos[i])
-            else:
-                c.u_node[i] = v + c.n + i
-                c.u[i] = c.origin[i] = c.pos[i]
-            if np.hypot(*(self._float[i] - c.pos[i])) > 1e-6 or woke[i]:
-                self._float[i] = c.pos[i]
-                self._float_adj[i] = self._attach(i, c.pos[i])
+                self._refloat(i, force=True)
+
+    def _refloat(self, i: int, force: bool = False) -> None:
+        """Cube i's start vertex (its own position) and the lattice vertices it can reach from there."""
+        if force or np.hypot(*(self._float[i] - self.claims.pos[i])) > 1e-6:
+            self._float[i] = self.claims.pos[i]
+            self._float_adj[i] = self._attach(i, self.claims.pos[i])
+
+    def _entangled(self, seeds: np.ndarray, active: np.ndarray, radius: np.ndarray, margin: float) -> list[int]:
+        """``seeds`` and the active cubes whose claims come within the pair distance of a seed's position, and,
+        in turn, every cube whose claim waits for one of those (its wait would otherwise end too early)."""
+        c = self.claims
+        lines = c.polylines()
+        out = {int(i) for i in seeds}
+        pts = c.pos[seeds]
+        for k in np.nonzero(active)[0]:
+            if int(k) in out:
+                continue
+            d = point_segment_distance(pts[:, None, :], lines[k, :-1][None], lines[k, 1:][None]).min(axis=1)
+            if np.any(d < radius[k] + radius[seeds] + margin):
+                out.add(int(k))
+        grown = True
+        while grown:
+            grown = False
+            for k in np.nonzero(active)[0]:
+                if int(k) not in out and any(j in out for j, _s in c.gates_cur[k] + c.gates_next[k]):
+                    out.add(int(k))
+                    grown = True
+        return sorted(out)
 
     def _pairs(self, radius: np.ndarray, margin: float, step_reach: np.ndarray):
         """All pairs (i, j, distance) close enough for a new edge of i to reach j's claim (which also covers
