@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""Regenerate docs/planners.md and docs/planner_cost.png: every planner x every scenario of scenarios.yaml.
+"""Regenerate docs/planners.md and docs/planner_cost.png: every planner x every scenario of scenarios.yaml, and the
+planners the navigator offers (hlavoid, orca_kr, orca_kr_diff, coordinated) in closed-loop trials.
 
-    python tools/bench/planner_table.py                 # the default table (a few minutes on one core)
-    python tools/bench/planner_table.py --full-best     # plus the best planner on the whole circle sweep
-    python tools/bench/planner_table.py --no-cap        # every run to its end, the big circles too (slow)
+    python tools/bench/planner_table.py --full-best -j 2    # the documented table (about an hour on two cores)
+    python tools/bench/planner_table.py --no-trial          # the ideal-disc benchmark only (a few minutes)
+    python tools/bench/planner_table.py --no-cap            # every run to its end, the big circles too (slow)
 
 Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
-by default: they measure cost per agent-step (the cost-versus-N sweep of METRICS.md §7), and the table marks them
-"cost only". Everything else runs under the full METRICS.md protocol. Progress goes to stderr.
+by default: they measure cost per agent-step (the cost-versus-N sweep), and the table marks them "cost only".
+Everything else runs to the end. The trials (``toio-nav trial``) run every scenario with at most --trial-max-agents
+cubes, --trial-seeds seeds per scenario, under each of --trial-profiles. Progress goes to stderr.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,11 +27,16 @@ import numpy as np  # noqa: E402
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
+from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
+from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
 from toio_navigator.navigation.planners import (  # noqa: E402
-    BEST_PLANNER, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner)
+    BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner)
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
+#: the planners the navigator node is run with: the reference, the best local planner (on ideal discs and on the
+#: differential drive) and the coordinating planner
+TRIAL_PLANNERS = ('hlavoid', BEST_PLANNER, 'orca_kr_diff', COORDINATED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--no-cap', action='store_true', help='run every scenario to its end')
     parser.add_argument('--full-best', action='store_true',
                         help=f'also run {BEST_PLANNER} to the end on the capped scenarios (adds ~4 min)')
+    parser.add_argument('--trial-planners', default=','.join(TRIAL_PLANNERS),
+                        help='planners run in closed-loop trials (empty: none)')
+    parser.add_argument('--trial-profiles', default='ble,loaded', help='timing profiles of the trials')
+    parser.add_argument('--trial-seeds', type=int, default=5, help='trial runs per scenario and profile')
+    parser.add_argument('--trial-max-agents', type=int, default=64, help='trials only for scenarios this small')
+    parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
+    parser.add_argument('-j', '--jobs', type=int, default=1, help='worker processes for the trials')
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
     args = parser.parse_args(argv)
@@ -89,12 +104,34 @@ def main(argv: list[str] | None = None) -> int:
                 run = run_scenario(scenario, make_planner(BEST_PLANNER), progress=lambda k, n: bar.show(label, k, n))
                 bar.clear()
                 full_best.append(dict(run.metrics, capped=False))
+    trials = {} if args.no_trial else run_trials(scenarios, args, bar)
     elapsed = time.monotonic() - started
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows), encoding='utf-8')
+    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
     plot_cost(results, args.plot)
     print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
     return 0
+
+
+def _trial_job(job) -> dict:
+    scenario, planner, profile, seed = job
+    return run_trial(scenario, planner, get_profile(profile), seed).record
+
+
+def run_trials(scenarios, args, bar) -> dict[tuple[str, str], list[dict]]:
+    """(planner, profile) -> trial records, every small enough scenario and seed."""
+    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
+    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
+    small = [s for s in scenarios if s.n_agents <= args.trial_max_agents]
+    jobs = [(s, planner, profile, seed) for planner in planners for profile in profiles for s in small
+            for seed in range(args.trial_seeds)]
+    out: dict[tuple[str, str], list[dict]] = {}
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for index, (job, record) in enumerate(zip(jobs, pool.map(_trial_job, jobs)), 1):
+            bar.show(f'[trials] {job[1]} {job[2]} {job[0].name} seed {job[3]}', index, len(jobs))
+            out.setdefault((job[1], job[2]), []).append(record)
+    bar.clear()
+    return out
 
 
 def cell(value, fmt):
@@ -109,20 +146,24 @@ def success_cell(r):
     return 'yes (contacts)' if r['success'] else f"no ({r['fraction_arrived']:.0%} arrived)"
 
 
-def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str:
+def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
     m = machine()
+    command = 'python tools/bench/planner_table.py' + (' --full-best' if full_best else '') + \
+        (' --no-trial' if not trials else f' -j {args.jobs}' if args.jobs > 1 else '')
     lines = [
-        '# Local planners: results',
+        '# Planners: results',
         '',
         '<!-- generated by tools/bench/planner_table.py; do not edit by hand -->',
         '',
-        'Regenerate with one command (a few minutes on one core):',
+        'Regenerate with one command:',
         '',
-        '    python tools/bench/planner_table.py' + (' --full-best' if full_best else ''),
+        '    ' + command,
         '',
-        'Every planner runs every scenario of `toio_navigator/data/scenarios.yaml` under the protocol of',
-        'shared/benchmarks/METRICS.md: holonomic model, dt = 0.05 s, r = 16.5 u, v_max = 165 u/s, goal tolerance',
-        '10 u, a contact is an overlap deeper than 0.5 u. The same numbers come out of',
+        'Every planner runs every scenario of `toio_navigator/data/scenarios.yaml` on ideal discs (`toio-nav',
+        'bench`): all cubes start at rest, each step the planner sees every position and answers with a velocity',
+        'that is applied for the whole step (holonomic model, dt = 0.05 s, r = 16.5 u, v_max = 165 u/s); a cube is',
+        'at its goal within 10 u, a run succeeds when all are at once, and a contact is an overlap deeper than',
+        '0.5 u (one event per touch). The same numbers come out of',
         '`toio-nav bench --scenarios FILE --planner NAME --out metrics.json` for any scenarios file of that format;',
         '`--model diff_drive` runs the same planners on the cube\'s differential drive instead (each cube tracks the',
         'planner\'s velocity with a simple unicycle heading controller, wheels capped at motor command 115).',
@@ -130,8 +171,13 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str
         'are the cost-versus-N sweep. `--no-cap` runs them to the end.' if not args.no_cap else
         'This table was made with `--no-cap`: every run went to its end.',
         '',
+        'Closed-loop trials (`toio-nav trial`, docs/trial.md) run the navigator\'s own controller and planner with',
+        'simulated cubes (differential drive, motor lag, the 45 ms write rule) under a timing profile: `ble`',
+        '(60-150 ms per write, 3 % of writes lost, position reports every 30 ± 15 ms, 1 % lost, 1 u of noise) and',
+        '`loaded` (`ble` on a navigator host that ticks up to three periods late and stalls 300 ms every 2-5 s).',
+        '',
         f'Machine: {m["cpu"]}, Python {m["python"]}, NumPy {m["numpy"]}; the machine was shared, so absolute times',
-        'are noisy: compare `cost_ratio_vs_b0` (the METRICS.md §7 B0 kernel timed in the same run).',
+        'are noisy: compare `cost_ratio_vs_b0` (a fixed NumPy reference kernel timed in the same run).',
         f'Total wall time of this table: {elapsed / 60:.1f} min.',
         '',
     ]
@@ -139,6 +185,8 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str
     if missing:
         lines += ['Planners not available when the table was made: ' +
                   '; '.join(f'`{k}` ({v})' for k, v in missing.items()), '']
+    if trials:
+        lines += comparison_section(results, diff_rows or {}, trials, args)
     lines += summary_table(results)
     if diff_rows:
         lines += ['### Differential-drive model', '',
@@ -158,7 +206,8 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str
                          f"{cell(r['path_length_ratio_mean'], '.3f')} | {cell(r['us_per_agent_step'], '.1f')} |")
         lines.append('')
     for planner, rows in results.items():
-        lines += [f'## `{planner}`{" (best planner)" if planner == BEST_PLANNER else ""}', '',
+        label = ' (best local planner)' if planner == BEST_PLANNER else ''
+        lines += [f'## `{planner}`{label}', '',
                   '| scenario | N | success | collisions (agents / obstacles) | min clearance | makespan s | '
                   'path ratio | µs per agent-step |',
                   '|---|---:|---|---:|---:|---:|---:|---:|']
@@ -171,11 +220,88 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None) -> str
     return '\n'.join(lines) + '\n'
 
 
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def _tally(rows) -> str:
+    return f"{sum(bool(r['success_collision_free']) for r in rows)}/{len(rows)}"
+
+
+def _contacts(rows) -> int:
+    return int(sum(r['collisions'] + r['obstacle_collisions'] for r in rows))
+
+
+def comparison_section(results, diff_rows, trials, args) -> list[str]:
+    """The planners the navigator runs with, side by side: ideal discs and closed-loop trials, and the
+    coordinated planner's makespan against orca_kr's where orca_kr succeeds."""
+    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
+    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
+    small = lambda rows: [r for r in rows if r['n_agents'] <= args.trial_max_agents and not r['capped']]  # noqa
+    names = [r['name'] for r in small(next(iter(results.values()), []))]
+    head = '| planner | ideal discs: successes | contacts | median makespan s |' + ''.join(
+        f' `{p}` trials: successes | contacts | median makespan s |' for p in profiles)
+    lines = [f'## `{COORDINATED}` beside the reference and the best local planners', '',
+             f'The {len(names)} scenarios with at most {args.trial_max_agents} cubes: collision-free successes / runs, '
+             'contact events (cube and obstacle) summed over the runs, median makespan of the runs where every cube '
+             f'arrived. Trials: {args.trial_seeds} seeds per scenario. `orca_kr_diff` is tuned for the '
+             'differential drive, so its ideal-disc columns are from that model.', '',
+             head, '|---' * (1 + 3 * (1 + len(profiles))) + '|']
+    for planner in planners:
+        bench = small(diff_rows.get(planner, []) if planner == 'orca_kr_diff' else results.get(planner, []))
+        cells = [f'`{planner}`', _tally(bench), str(_contacts(bench)),
+                 cell(_median([r['makespan'] for r in bench]), '.2f')]
+        for profile in profiles:
+            rows = trials.get((planner, profile), [])
+            cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    lines.append('')
+    ours, base = results.get(COORDINATED, []), results.get(BEST_PLANNER, [])
+    if ours and base:
+        lines += [f'### Makespan of `{COORDINATED}` against `{BEST_PLANNER}` where `{BEST_PLANNER}` succeeds', '',
+                  'Ideal discs, and the median over the trial seeds where both succeed (`ble` profile).', '',
+                  '| scenario | ideal: coordinated s | orca_kr s | ratio | ble: coordinated s | orca_kr s | ratio |',
+                  '|---|---:|---:|---:|---:|---:|---:|']
+        ble_ours = trials.get((COORDINATED, 'ble'), [])
+        ble_base = trials.get((BEST_PLANNER, 'ble'), [])
+        for a, b in zip(small(ours), small(base)):
+            both = [(x['makespan'], y['makespan']) for x in ble_ours for y in ble_base
+                    if x['name'] == y['name'] == a['name'] and x['seed'] == y['seed']
+                    and x['success_collision_free'] and y['success_collision_free']]
+            t_ours, t_base = _median([x for x, _ in both]), _median([y for _, y in both])
+            if not (b['success_collision_free'] or both):
+                continue
+            ratio = a['makespan'] / b['makespan'] if b['success_collision_free'] and a['makespan'] else None
+            t_ratio = t_ours / t_base if both else None
+            lines.append(f"| {a['name']} | {cell(a['makespan'], '.2f')} | "
+                         f"{cell(b['makespan'] if b['success_collision_free'] else None, '.2f')} | "
+                         f"{cell(ratio, '.2f')} | {cell(t_ours, '.2f')} | {cell(t_base, '.2f')} | "
+                         f"{cell(t_ratio, '.2f')} |")
+        lines.append('')
+    per = {p: trials.get((COORDINATED, p), []) for p in profiles}
+    if any(per.values()):
+        lines += [f'### `{COORDINATED}` in the trials, per scenario', '',
+                  '| scenario | N |' + ''.join(f' `{p}` successes | contacts | median makespan s |'
+                                             for p in profiles),
+                  '|---|---:' + '|---:' * 3 * len(profiles) + '|']
+        for name in names:
+            cells = []
+            n_agents = None
+            for p in profiles:
+                rows = [r for r in per[p] if r['name'] == name]
+                n_agents = rows[0]['n_agents'] if rows else n_agents
+                cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
+            lines.append(f'| {name} | {n_agents} | ' + ' | '.join(cells) + ' |')
+        lines.append('')
+    return lines
+
+
 def planners_section() -> list[str]:
     return [
         '## Planners',
         '',
-        '| name | what it is | parameters (toio scale, shared/reference/local_planners.md §4) |',
+        '| name | what it is | parameters (toio scale) |',
         '|---|---|---|',
         '| `sfm` | social force model (Helbing et al. 2000), forces per unit mass, semi-implicit Euler | '
         'ξ 0.3 s, A 600 u/s², B 8 u, k 1500 s⁻², κ 4.1, f_max 1000 u/s², d_h 200 u, K 10 |',
@@ -190,6 +316,9 @@ def planners_section() -> list[str]:
         'radius margin 3 u, safety gap 3 u |',
         '| `hlavoid` | the navigator\'s HLAvoid (adapter by the navigator-core work), if present | '
         'SDK defaults |',
+        f'| `{COORDINATED}` | the whole swarm at once: a lattice of the mat with route fields, priority inheritance '
+        'with backtracking, claims that wait for one another, a velocity check; see below | pair margin 3 u '
+        '(real cubes 8 u), wall margin 1 u (6 u), keep-right 0.25 |',
         '',
         'Sampling planners are seeded per scenario with CRC-32 of the scenario name (`seed` in the JSON report).',
         '',
@@ -215,6 +344,60 @@ def planners_section() -> list[str]:
         '',
         'Everything is deterministic for a given seed (the seed is the CRC-32 of the scenario name, reported in',
         'the JSON); the RVO2-style 0.01 u/s seeded perturbation of the preferred velocity is kept as in plain ORCA.',
+        '',
+    ] + coordinated_section()
+
+
+def coordinated_section() -> list[str]:
+    return [
+        f'### How `{COORDINATED}` works, and why these techniques',
+        '',
+        'A local planner reacts to what is near and cannot promise arrival: in a corridor one cube wide, a',
+        'doorway or a U-shaped trap its best move is to wait, or to head for the goal, for ever. The navigator sees',
+        f'every cube, so `{COORDINATED}` plans for the whole swarm at once (`navigation/coordination`), in three',
+        'layers.',
+        '',
+        '1. **Global layer: a lattice of the mat and route fields.** The usable area becomes a square lattice whose',
+        '   spacing is the pair distance (2r + margin), so neighbouring vertices are exactly as far apart as two',
+        '   cubes must be. Vertices closer than r + margin to a wall or disc obstacle are dropped, and so are edges',
+        '   that pass closer (a thin wall between two vertices cuts their edge); the lattice origin is shifted to',
+        '   keep the most vertices, preferring lanes in the middle of a corridor. Starts and goals are extra vertices',
+        '   joined to the lattice vertices they reach in a straight line. Each goal gets a route field, the route',
+        '   length from every vertex (all edges relaxed at once in numpy until nothing changes; in open space simply',
+        '   the straight-line distance). A route field has no local minimum, so a U-trap is left by its opening.',
+        '   Stopped cubes block the vertices around them. A cube that keeps pushing the same cube off its goal (in a',
+        '   corridor one cube wide with goals inside it each would push the other out in turn, for ever) gets a route',
+        '   that treats cubes standing on their goals as walls, and goes round them when there is a way.',
+        '2. **Coordination: priority inheritance with backtracking** (PIBT; Okumura, Machida, Défago and Tamura,',
+        '   IJCAI 2019). Each cube that is at (or just before) its vertex chooses its next vertex, highest priority',
+        '   first: the neighbour nearest its goal along its route field, or staying. If that edge comes too close to',
+        '   a cube that has not chosen yet, that cube is pushed: it chooses first, must leave the way free and',
+        '   inherits the priority; if it cannot, the pusher tries its next vertex. A cube\'s priority is the time since',
+        '   it last stood on its goal (plus a seeded tie-break), so a cube that has waited long enough wins every',
+        '   conflict. That is how dead-locks are resolved: one cube yields or backs off into free space, and a passage',
+        '   one cube wide is taken one direction at a time. Conflicts are geometric (claims closer than',
+        '   r_i + r_j + margin), so off-lattice starts and goals need no special case; a small keep-right preference',
+        '   among equally good vertices puts cubes that meet head-on on different lanes. We chose PIBT over',
+        '   prioritised planning with space-time reservations (Silver, AIIDE 2005) and over LaCAM (Okumura, AAAI 2023,',
+        '   which makes PIBT complete by a search over configurations): both plan in synchronous time steps, while',
+        '   real cubes arrive whenever the radio lets them; PIBT decides one step at a time for the cubes that are',
+        '   ready, costs a few numpy calls per deciding cube, and takes new goals at any moment.',
+        '3. **Execution: claims that wait for one another, and a velocity check.** A decided edge joins the cube\'s',
+        '   claim (its current edge and at most the next one). An edge may come close to another cube\'s claim only if',
+        '   it waits for that claim, and never ends where that cube stops; an edge waits only for older edges, or for',
+        '   the new edges of cubes it pushed, which never wait for their pusher. So the wait-for relation between',
+        '   edges has no cycle, the oldest edge can always be driven, and the execution cannot dead-lock whatever the',
+        '   timing: the idea of the action dependency graphs of Hönig et al. (RA-L 2019) for executing multi-agent',
+        '   plans on robots that are late. Each tick a cube drives along its claim only as far as the space it waits',
+        '   for is free. A last check, independent of the claims, stops any cube whose next step would bring two',
+        '   cubes closer than touching, so no contact can start or deepen.',
+        '',
+        'Real cubes (the navigator tells the planner its command latency) get more room: an 8 u pair margin and',
+        '6 u from walls; a speed at which the cube stops within its free claim, given that it travels on for about',
+        '1.5 times the latency before a command takes effect; slower turns when other cubes are close; waypoints',
+        'that cut a corner by no more than the room the cube has; and a check that stops a cube whose heading',
+        'would carry it into another one within that time. The controller leaves the dead-locks of a coordinating',
+        'planner to it (no side-steps) and lets it move a cube off its goal to let another one pass.',
         '',
     ]
 
@@ -252,7 +435,7 @@ def cost_table(results) -> list[str]:
     sizes = sorted({r['n_agents'] for rows in results.values() for r in circle_rows(rows)})
     lines = ['## Cost versus N (circle_swap_N)', '',
              'µs per agent-step (planner wall time per step / N) and, in brackets, the ratio to the B0 reference',
-             'kernel of METRICS.md §7 in the same run. The cost per step grows about linearly with N when the',
+             'kernel (a fixed NumPy computation) in the same run. The cost per step grows about linearly with N when the',
              'first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
              'shrugs off steps slowed down by other processes on a shared machine.', '',
              '| N | ' + ' | '.join(f'`{p}`' for p in planners) + ' |', '|---:' + '|---:' * len(planners) + '|']

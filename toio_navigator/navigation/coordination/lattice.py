@@ -93,12 +93,23 @@ class Lattice:
         return cls(spacing=spacing, origin=origin, shape=shape, points=points, free=free, neighbours=neighbours,
                    lengths=lengths, walls=walls, clearance=clearance)
 
+    def near(self, point: np.ndarray, reach: float) -> np.ndarray:
+        """Indices of the vertices within ``reach`` of ``point`` (found from the lattice indices, not by
+        measuring every vertex)."""
+        nx, ny = self.shape
+        k = int(math.ceil(reach / self.spacing))
+        cx, cy = np.floor((np.asarray(point, float) - self.origin) / self.spacing).astype(int)
+        xs = np.arange(max(cx - k, 0), min(cx + k + 2, nx))
+        ys = np.arange(max(cy - k, 0), min(cy + k + 2, ny))
+        idx = (xs[:, None] * ny + ys[None, :]).ravel()
+        return idx[np.hypot(*(self.points[idx] - point).T) <= reach]
+
     def attach(self, point: np.ndarray, blocked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Vertices a cube at ``point`` can drive to in a straight line (free, not blocked, segment clear of
         walls), nearest first, within 1.5 spacings (widened up to 4 if none): (indices, distances)."""
         for reach in (1.5, 2.5, 4.0):
-            d = np.hypot(*(self.points - point).T)
-            near = np.nonzero((d <= reach * self.spacing) & self.free)[0]
+            near = self.near(point, reach * self.spacing)
+            near = near[self.free[near]]
             if blocked is not None:
                 near = near[~blocked[near]]
             if near.size:
@@ -108,8 +119,9 @@ class Lattice:
                                        clearance, self.spacing / 4.0)
                 near = near[clear]
             if near.size:
-                order = np.argsort(d[near], kind='stable')
-                return near[order], d[near][order]
+                d = np.hypot(*(self.points[near] - point).T)
+                order = np.argsort(d, kind='stable')
+                return near[order], d[order]
         return np.zeros(0, np.int64), np.zeros(0)
 
     def route_fields(self, goals: np.ndarray, blocked: np.ndarray) -> np.ndarray:

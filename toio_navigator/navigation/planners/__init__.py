@@ -1,4 +1,5 @@
-"""Local planners beside HLAvoid: social force, time-to-collision, velocity obstacles, ORCA. No ROS imports.
+"""Planners beside HLAvoid: social force, time-to-collision, velocity obstacles, ORCA, and the coordinated planner
+for the whole swarm (navigation/coordination). No ROS imports.
 
 ``PLANNERS`` maps a planner name to a factory returning a fresh LocalPlanner; ``make_planner(name)`` builds one.
 """
@@ -62,8 +63,11 @@ PLANNERS: dict[str, Callable[[], object]] = {
 #: planners tuned for the differential-drive model (`toio-nav bench --model diff_drive`)
 DIFF_DRIVE_PLANNERS = ('orca_kr_diff',)
 
-#: the planner that meets the acceptance criteria of issue 7 (see docs/planners.md)
+#: the best local planner: meets the acceptance criteria of issue 7 (see docs/planners.md)
 BEST_PLANNER = 'orca_kr'
+
+#: the planner that coordinates the whole swarm so that it does not dead-lock (issue 13, docs/planners.md)
+COORDINATED = 'coordinated'
 
 
 def make_planner(name: str):

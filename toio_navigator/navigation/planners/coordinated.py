@@ -293,7 +293,7 @@ class CoordinatedPlanner:
             self._field = None
             self._blocked = np.zeros(v, bool)
             self._detours.clear()                          # they index the old lattice
-            self._goal_adj = np.zeros((state.n, v), bool)
+            self._goal_adj: list[frozenset] = [frozenset()] * state.n     # vertices joined to each goal
             self._float_adj = [self._attach(i, self._float[i]) for i in range(state.n)]
         lat = self.lattice
         inactive = ~active
@@ -317,9 +317,8 @@ class CoordinatedPlanner:
             rows = np.nonzero(changed)[0]
             for i in rows:
                 self._detours.pop(int(i), None)
-                self._goal_adj[i] = False
                 idx, _d = lat.attach(self._goals[i], self._blocked)
-                self._goal_adj[i, idx] = True
+                self._goal_adj[i] = frozenset(int(k) for k in idx)
             if self._field is not None:
                 self._field[rows] = lat.route_fields(self._goals[rows], self._blocked)
 
@@ -424,10 +423,10 @@ class CoordinatedPlanner:
         if u < v:
             nbr = lat.neighbours[u]
             nodes = nbr[nbr >= 0]
-            if self._goal_adj[i, u]:
+            if u in self._goal_adj[i]:
                 nodes = np.append(nodes, goal)
         elif u == goal:
-            nodes = np.nonzero(self._goal_adj[i])[0]
+            nodes = np.array(sorted(self._goal_adj[i]), np.int64)
         else:
             nodes = self._float_adj[i]
             g = self._goals[i]
