@@ -64,9 +64,9 @@ def edge_waits_are_acyclic(claims) -> bool:
     graph: dict[int, set[int]] = {}
     for i in range(claims.n):
         cur, nxt = int(claims.seq_cur[i]), int(claims.seq_next[i])
-        graph.setdefault(cur, set()).update(s for _j, s in claims.gates_cur[i])
+        graph.setdefault(cur, set()).update(g[1] for g in claims.gates_cur[i])
         if nxt:
-            graph.setdefault(nxt, set()).update(s for _j, s in claims.gates_next[i])
+            graph.setdefault(nxt, set()).update(g[1] for g in claims.gates_next[i])
             graph[nxt].add(cur)
     state: dict[int, int] = {}
 

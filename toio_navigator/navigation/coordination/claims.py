@@ -3,8 +3,9 @@
 Each cube holds a *claim*: its current edge [position, u] and, once decided, its next edge [u, w] (u and w are
 vertices of the coordination graph). Every edge gets a sequence number when it is created. An edge that was
 allowed to come close to other cubes' edges (a cube following another through the space the other is leaving)
-carries *gates*: the (cube, edge) pairs it must wait for. A cube moves along its claim only as far as every point
-it passes keeps the pair distance from the remaining part of every edge its own edge waits for.
+carries *gates*: the (cube, edge, distance) it must wait for. A cube moves along its claim only as far as every
+point it passes keeps that distance (normally the pair distance) from the remaining part of every edge its own
+edge waits for.
 
 Why this can neither collide nor dead-lock (the rules the decisions in ``pibt`` keep):
 * an edge may pass close to another cube's edge only if it waits for it, and never ends close to where that cube
@@ -36,8 +37,8 @@ class Claims:
         self.w = self.pos.copy()
         self.seq_cur = np.zeros(n, np.int64)
         self.seq_next = np.zeros(n, np.int64)
-        self.gates_cur: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self.gates_next: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.gates_cur: list[list[tuple[int, int, float]]] = [[] for _ in range(n)]
+        self.gates_next: list[list[tuple[int, int, float]]] = [[] for _ in range(n)]
         self._counter = 0
         for i in range(n):
             self.seq_cur[i] = self.new_seq()
@@ -61,7 +62,7 @@ class Claims:
         """(N, 3, 2): position, u, w (w = u without a next edge)."""
         return np.stack([self.pos, self.u, self.final()], axis=1)
 
-    def set_next(self, i: int, node: int, xy: np.ndarray, gates: list[tuple[int, int]]) -> int:
+    def set_next(self, i: int, node: int, xy: np.ndarray, gates: list[tuple[int, int, float]]) -> int:
         seq = self.new_seq()
         self.w_node[i] = node
         self.w[i] = xy
@@ -111,7 +112,7 @@ class Claims:
         for i in range(self.n):
             for gates in (self.gates_cur[i], self.gates_next[i]):
                 if gates:
-                    gates[:] = [(j, s) for (j, s) in gates if s in (self.seq_cur[j], self.seq_next[j])]
+                    gates[:] = [g for g in gates if g[1] in (self.seq_cur[g[0]], self.seq_next[g[0]])]
 
     def edge_segment(self, j: int, seq: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The part of edge ``seq`` of cube j still ahead of it, or None when that edge is finished."""
@@ -121,10 +122,10 @@ class Claims:
             return self.u[j], self.w[j]
         return None
 
-    def free_length(self, radius: np.ndarray, margin: float, horizon: np.ndarray, step: float = 1.0) -> np.ndarray:
+    def free_length(self, horizon: np.ndarray, step: float = 1.0) -> np.ndarray:
         """How far (arc length, N,) each cube may move along its claim now: up to ``horizon`` (N,) and the end of
-        its claim, and only through points that keep radius_i + radius_j + margin from the remaining part of
-        every edge its edges wait for."""
+        its claim, and only through points that keep each gate's distance from the remaining part of the edge
+        that gate waits for."""
         n = self.n
         lines = self.polylines()
         total = polyline_length(lines)
@@ -152,11 +153,11 @@ class Claims:
         need = np.zeros((len(rows), 2, k_max))
         for r, i in enumerate(gated):
             for which, gates in enumerate((self.gates_cur[i], self.gates_next[i])):
-                for k, (j, seq) in enumerate(gates):
+                for k, (j, seq, distance) in enumerate(gates):
                     part = self.edge_segment(j, seq)
                     if part is not None:
                         g0[r, which, k], g1[r, which, k] = part
-                        need[r, which, k] = radius[i] + radius[j] + margin
+                        need[r, which, k] = distance
         # a pair already closer than wanted may move, but never closer than it is at the start of the edge
         starts = np.stack([lines[rows, 0], lines[rows, 1]], axis=1)[:, :, None, :]     # (R, 2, 1, 2): pos, u
         now = point_segment_distance(starts, g0, g1)                                   # (R, 2, K)
@@ -175,5 +176,5 @@ class Claims:
 
     def waits(self) -> dict[int, list[int]]:
         """Which cubes each cube's claim currently waits for (for diagnostics)."""
-        return {i: sorted({j for (j, _s) in self.gates_cur[i] + self.gates_next[i]})
+        return {i: sorted({g[0] for g in self.gates_cur[i] + self.gates_next[i]})
                 for i in range(self.n) if self.gates_cur[i] or self.gates_next[i]}

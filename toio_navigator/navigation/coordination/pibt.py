@@ -31,7 +31,8 @@ class PibtRound:
     constrain. ``near`` lists, per cube, the cubes close enough to matter."""
 
     def __init__(self, claims: Claims, radius: np.ndarray, margin: float, status: np.ndarray,
-                 near: list[np.ndarray], candidates: CandidateSource, parked: np.ndarray | None = None) -> None:
+                 near: list[np.ndarray], candidates: CandidateSource, parked: np.ndarray | None = None,
+                 goals: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.claims = claims
         self.radius = radius
         self.margin = margin
@@ -41,6 +42,7 @@ class PibtRound:
         self.chain: list[int] = []
         self.pushes = 0
         self.parked = np.zeros(len(status), bool) if parked is None else parked
+        self.goal_node, self.goal_xy = goals if goals is not None else (np.full(len(status), -1), None)
         self.pushed_parked: set[tuple[int, int]] = set()   # (pusher at the root of the chain, cube off its goal)
 
     def run(self, order: np.ndarray) -> None:
@@ -63,7 +65,7 @@ class PibtRound:
                     continue
                 self.status[i] = FIXED
                 return True
-            verdict = self._judge(i, k, geo, others, need)
+            verdict = self._judge(i, k, geo, others, self._goal_need(i, int(nodes[k]), others, need))
             if verdict is None:
                 continue
             gates, to_push = verdict
@@ -93,6 +95,18 @@ class PibtRound:
             geo = self._geometry(i, points, others)   # pushed cubes moved: look again
         self.status[i] = FIXED
         return False
+
+    def _goal_need(self, i: int, node: int, others, need) -> np.ndarray:
+        """Two goals may be closer than the pair distance (but apart enough for the bodies): an edge onto i's goal
+        needs from a cube that ends on its own goal only the distance between the two goals."""
+        if self.goal_xy is None or node != self.goal_node[i]:
+            return need
+        c = self.claims
+        final = np.where(c.w_node[others] >= 0, c.w_node[others], c.u_node[others])
+        on_goal = final == self.goal_node[others]
+        apart = np.hypot(*(self.goal_xy[others] - self.goal_xy[i]).T) - 0.01
+        floor = self.radius[i] + self.radius[others]
+        return np.where(on_goal, np.minimum(need, np.maximum(apart, floor)), need)
 
     def need(self, i: int, others) -> np.ndarray:
         """The distance claims of i and ``others`` must keep: r_i + r_j + margin, or the distance the two cubes
@@ -129,7 +143,7 @@ class PibtRound:
         c = self.claims
         d_cur, d_next, d_final, d_u, d_end_to_next = (g[k] for g in geo)
         conflict = (d_cur < need) | (d_next < need)
-        gates: list[tuple[int, int]] = []
+        gates: list[tuple[int, int, float]] = []
         to_push: list[int] = []
         for m in np.nonzero(conflict)[0]:
             j = int(others[m])
@@ -141,15 +155,15 @@ class PibtRound:
                 if d_u[m] < need[m] or d_end_to_next[m] < need[m]:
                     return None
                 if d_cur[m] < need[m]:
-                    gates.append((j, int(c.seq_cur[j])))
+                    gates.append((j, int(c.seq_cur[j]), float(need[m])))
             else:
                 # a cube on its way (or decided this round): follow it only into space it is leaving
                 if d_final[m] < need[m]:
                     return None
                 if d_cur[m] < need[m]:
-                    gates.append((j, int(c.seq_cur[j])))
+                    gates.append((j, int(c.seq_cur[j]), float(need[m])))
                 if d_next[m] < need[m]:
-                    gates.append((j, int(c.seq_next[j])))
+                    gates.append((j, int(c.seq_next[j]), float(need[m])))
         return gates, to_push
 
     def _may_follow(self, i: int, j: int) -> bool:
@@ -161,7 +175,7 @@ class PibtRound:
             return False
         for seq, (p, q) in ((c.seq_cur[j], (c.pos[j], c.u[j])), (c.seq_next[j], (c.u[j], c.w[j]))):
             if seq and segment_distance(a0, a1, p, q) < need:
-                c.gates_next[i].append((j, int(seq)))
+                c.gates_next[i].append((j, int(seq), need))
         return True
 
     def _ancestors_wait_for(self, child: int) -> None:
@@ -173,4 +187,4 @@ class PibtRound:
             for seq, (p, q) in ((c.seq_cur[child], (c.pos[child], c.u[child])),
                                 (c.seq_next[child], (c.u[child], c.w[child]))):
                 if seq and segment_distance(c.u[a], c.w[a], p, q) < need:
-                    c.gates_next[a].append((child, int(seq)))
+                    c.gates_next[a].append((child, int(seq), need))

@@ -50,12 +50,15 @@ class CoordinatedParams:
     detour_after: int = 2         # times a cube pushed the same cube off its goal before it looks for a way round
     safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
     loop_safety_gap: float = 4.0  # u: ... and for real cubes, whose reported positions are late and noisy
-    near_full: float = 30.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
+    near_full: float = 20.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
     near_stop: float = 2.0        # u ... down to near_min * vmax at this gap or less
-    near_min: float = 0.1
-    corner_cut: float = 3.0       # u: a waypoint round a corner makes a cube in a crowd cut it by at most this
+    near_min: float = 0.2
+    corner_cut: float = 5.0       # u: a waypoint round a corner makes a cube in a crowd cut it by at most this
     corner_cut_max: float = 20.0  # u: ... and a cube with room to spare by at most this
     turn_time: float = 0.3        # s a cube needs to change heading (CubeHandle's 250 ms + motor lag)
+    handle_reach: float = 8.0     # u: CubeHandle's move-to-target stops this close to its waypoint
+    creep_speed: float = 30.0     # u/s: the least speed given to a real cube that still has room ...
+    creep_room: float = 2.0       # u ... beyond what it covers before a stop takes effect
 
 
 class CoordinatedPlanner:
@@ -119,14 +122,14 @@ class CoordinatedPlanner:
         q, other, dist = self._pairs(radius, margin, vmax * commit)
         parked = active & at_goal & (claims.u_node == self.lattice.size + np.arange(n))
         rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates,
-                        parked)
+                        parked, (self.lattice.size + np.arange(n), self._goals))
         order = np.argsort(-priority, kind='stable')
         rnd.run(order[deciding[order]])
         self.pushes += rnd.pushes
         self._detour(rnd.pushed_parked, parked, radius, margin)
         # move along the claim as far as it is free
         lines = claims.polylines()
-        free = claims.free_length(radius, margin, vmax * commit + p.lookahead)
+        free = claims.free_length(vmax * commit + p.lookahead)
         free = np.where(active, free, 0.0)
         step_len = np.minimum(free, vmax * dt)
         # a cube that turns back at u stops there first (so its finished edge is really left behind)
@@ -162,6 +165,10 @@ class CoordinatedPlanner:
             brake = np.where(claims.has_next(), np.minimum(brake, corner + before), brake)
         if closed_loop:
             brake = np.minimum(brake, self._near_speed(pos, state.heading, radius, vmax, (q, other, dist)))
+            # a command below the motors' dead zone does not move a cube at all: creep at least, where there is
+            # room for what creeping carries on after the stop
+            creep = np.minimum(p.creep_speed, vmax)
+            brake = np.where(free > creep * lead + p.creep_room, np.maximum(brake, creep), brake)
         speed_limit = np.where(active & keep, brake, 0.0)
         self.last = dict(free=free, keep=keep, brake=brake, cut=cut, deciding=deciding)
         return PlannerOutput(velocity=velocity, waypoint=waypoint, speed_limit=speed_limit,
@@ -218,8 +225,10 @@ class CoordinatedPlanner:
         if len(walls):
             mids = 0.5 * (lines[:, :-1] + lines[:, 1:])
             samples = np.concatenate([lines, mids], axis=1).reshape(-1, 2)
-            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - p.loop_wall_margin
-            room = np.minimum(room, gap)
+            # the wall margin is room to cut into, up to 1 u from touching
+            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - 1.0
+            room = np.clip(room, p.corner_cut, p.corner_cut_max)
+            return np.clip(np.minimum(room, gap), 0.0, p.corner_cut_max)
         return np.clip(room, p.corner_cut, p.corner_cut_max)
 
     def _waypoints(self, lines, free, remaining, cut) -> np.ndarray:
@@ -248,7 +257,10 @@ class CoordinatedPlanner:
         straight = ~turning | (reach > remaining + 1e-9)           # no turn between the cube and the waypoint
         short = straight & (length < p.lookahead) & (length > 0.25 * p.lookahead)
         short &= c.u_node != self.lattice.size + np.arange(c.n)                     # not the final approach
-        stretch = np.where(short, p.lookahead / np.maximum(length, 1e-9), 1.0)
+        # CubeHandle stops within handle_reach of its waypoint: a waypoint at the end of the claim goes that much
+        # further, so the cube stops at the end, not short of it
+        stretch = np.where(short, p.lookahead / np.maximum(length, 1e-9),
+                           np.where(length > 1.0, 1.0 + p.handle_reach / np.maximum(length, 1e-9), 1.0))
         return c.pos + chord * stretch[:, None]
 
     def waits(self) -> dict[int, list[int]]:
@@ -391,7 +403,7 @@ class CoordinatedPlanner:
         while grown:
             grown = False
             for k in np.nonzero(active)[0]:
-                if int(k) not in out and any(j in out for j, _s in c.gates_cur[k] + c.gates_next[k]):
+                if int(k) not in out and any(g[0] in out for g in c.gates_cur[k] + c.gates_next[k]):
                     out.add(int(k))
                     grown = True
         return sorted(out)
