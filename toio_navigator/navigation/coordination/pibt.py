@@ -32,7 +32,7 @@ class PibtRound:
 
     def __init__(self, claims: Claims, radius: np.ndarray, margin: float, status: np.ndarray,
                  near: list[np.ndarray], candidates: CandidateSource, parked: np.ndarray | None = None,
-                 goals: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 goals: tuple[np.ndarray, np.ndarray] | None = None, stalled: np.ndarray | None = None) -> None:
         self.claims = claims
         self.radius = radius
         self.margin = margin
@@ -43,6 +43,7 @@ class PibtRound:
         self.pushes = 0
         self.parked = np.zeros(len(status), bool) if parked is None else parked
         self.goal_node, self.goal_xy = goals if goals is not None else (np.full(len(status), -1), None)
+        self.stalled = np.zeros(len(status), bool) if stalled is None else stalled
         self.pushed_parked: set[tuple[int, int]] = set()   # (pusher at the root of the chain, cube off its goal)
 
     def run(self, order: np.ndarray) -> None:
@@ -59,6 +60,7 @@ class PibtRound:
         others = self.near[i]
         need = self.need(i, others)
         geo = self._geometry(i, points, others)
+        asked: set[int] = set()
         for k in range(len(nodes)):
             if stay[k]:
                 if pushed:
@@ -78,8 +80,13 @@ class PibtRound:
                     if self.parked[j]:
                         self.pushed_parked.add((self.chain[0], j))
                     if not self.decide(j):
-                        # it could not yield to this edge; another candidate of i may ask it something else
-                        self.status[j] = FREE
+                        # it could not yield to this edge. When the cube that started this chain has made no
+                        # progress for a while (a dead-lock, e.g. two cubes facing each other in a one-lane
+                        # corridor), its next candidate may ask it again, once; otherwise it stays (asking
+                        # again and again is how a final packing churns)
+                        if j not in asked and self.stalled[self.chain[0]]:
+                            asked.add(j)
+                            self.status[j] = FREE
                         ok = False
                         break
                 elif not self._may_follow(i, j):     # decided meanwhile (by an earlier push): judge it again

@@ -48,6 +48,7 @@ class CoordinatedParams:
     pad: float = 6.0              # lattice spacings of free space around cubes and goals (when unbounded)
     goal_tolerance: float = 5.0   # u: a cube this close to its goal counts as there (its priority resets)
     detour_after: int = 2         # times a cube pushed the same cube off its goal before it looks for a way round
+    stall_time: float = 1.0       # s without progress after which a cube counts as dead-locked
     safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
     loop_safety_gap: float = 4.0  # u: ... and for real cubes, whose reported positions are late and noisy
     near_full: float = 20.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
@@ -79,6 +80,8 @@ class CoordinatedPlanner:
         self._commanded: list[np.ndarray] = []      # commanded speeds of the last ticks (closed loop)
         self._cut = np.zeros(n)                     # how far each cube may stray from its claim (closed loop)
         self._bumps: dict[tuple[int, int], int] = {}  # (i, j): how often i pushed j off its goal
+        self._best_h = np.full(n, np.inf)           # each cube's shortest route length to its goal so far
+        self._since_progress = np.zeros(n)          # s since that last shrank
         self._detours: dict[int, np.ndarray] = {}   # route fields that go around cubes standing on their goals
         self.lattice: Lattice | None = None
         self.claims: Claims | None = None
@@ -121,8 +124,9 @@ class CoordinatedPlanner:
         status = np.where(deciding, FREE, FIXED)
         q, other, dist = self._pairs(radius, margin, vmax * commit)
         parked = active & at_goal & (claims.u_node == self.lattice.size + np.arange(n))
+        stalled = self._stalled(at_goal | ~active, dt)
         rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates,
-                        parked, (self.lattice.size + np.arange(n), self._goals))
+                        parked, (self.lattice.size + np.arange(n), self._goals), stalled)
         order = np.argsort(-priority, kind='stable')
         rnd.run(order[deciding[order]])
         self.pushes += rnd.pushes
@@ -327,12 +331,30 @@ class CoordinatedPlanner:
             if not routed:
                 self._field = None
             rows = np.nonzero(changed)[0]
+            self._best_h[rows] = np.inf
             for i in rows:
                 self._detours.pop(int(i), None)
                 idx, _d = lat.attach(self._goals[i], self._blocked)
                 self._goal_adj[i] = frozenset(int(k) for k in idx)
             if self._field is not None:
                 self._field[rows] = lat.route_fields(self._goals[rows], self._blocked)
+
+    def _stalled(self, settled: np.ndarray, dt: float) -> np.ndarray:
+        """Dead-lock detection by progress: cubes whose route length to their goal (at their current vertex)
+        has not shrunk by a unit for ``stall_time`` seconds."""
+        c, v = self.claims, self.lattice.size
+        idx = np.minimum(c.u_node, v - 1)
+        h = np.hypot(*(c.u - self._goals).T)                  # off the lattice, and in open space
+        if self._field is not None:
+            h = np.where(c.u_node < v, self._field[np.arange(c.n), idx], h)
+        for i, field in self._detours.items():
+            if c.u_node[i] < v:
+                h[i] = field[idx[i]]
+        h = np.where(c.u_node == v + np.arange(c.n), 0.0, np.where(np.isfinite(h), h, np.inf))
+        better = settled | (h < self._best_h - 1.0)
+        self._best_h = np.where(better, h, self._best_h)
+        self._since_progress = np.where(better, 0.0, self._since_progress + dt)
+        return self._since_progress >= self.params.stall_time
 
     def _detour(self, pushers: set[tuple[int, int]], parked: np.ndarray, radius: np.ndarray, margin: float) -> None:
         """Dead-lock by pushing: a cube that keeps pushing cubes off their goals (in a one-lane corridor it
@@ -344,8 +366,11 @@ class CoordinatedPlanner:
             self._bumps[(i, j)] = self._bumps.get((i, j), 0) + 1
             if self._bumps[(i, j)] < p.detour_after:
                 continue
+            # cubes parked next to i's own goal are its neighbours at the end: pushing them is how the final
+            # packing forms, going round them is no way to get there
             others = np.nonzero(parked)[0]
-            others = others[others != i]
+            near_goal = np.hypot(*(self._goals[others] - self._goals[i]).T) < 2.0 * lat.spacing
+            others = others[(others != i) & ~near_goal]
             blocked = self._blocked.copy()
             for j in others:
                 blocked |= np.hypot(*(lat.points - self._goals[j]).T) < radius[i] + radius[j] + margin
