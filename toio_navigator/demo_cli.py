@@ -104,10 +104,11 @@ def draw(path: Path, names: list[str], traj: np.ndarray, goals: np.ndarray, mat_
 
 
 def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: Path, png: Path,
-                  timed_out: bool) -> list[str]:
+                  timed_out: bool, planner: str = '') -> list[str]:
     n_ok = sum(bool(reached.get(c)) for c in names)
     clearance = tracker.min_clearance
     lines = [
+        f'planner:           {planner or "?"}',
         f'all reached:       {"yes" if n_ok == len(names) else "NO"} ({n_ok}/{len(names)} cubes)'
         + (' - timed out' if timed_out else ''),
         f'time:              {elapsed:.1f} s from the first goal to the last arrival',
@@ -121,8 +122,18 @@ def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: P
         lines.append(f'  contact:         {names[i]} - {names[j]} at t = {t:.1f} s near ({x:.0f}, {y:.0f})')
     missing = [c for c in names if not reached.get(c)]
     if missing:
-        lines.insert(1, f'not reached:       {", ".join(missing)}')
+        lines.insert(2, f'not reached:       {", ".join(missing)}')
     return lines
+
+
+def demo_planner(files) -> str:
+    """The navigator's planner as the demo's parameter files set it (the node's default when none does)."""
+    from toio_navigator.bags.replay import ReplayError, read_parameter_files
+    from toio_navigator.navigation.controller import NavigatorSettings
+    try:
+        return str(read_parameter_files(files).get('planner', NavigatorSettings.planner))
+    except ReplayError:
+        return ''
 
 
 # ------------------------------------------------------------------------------------------------ the live run
@@ -217,8 +228,8 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
     from toio_navigator.srv import SetGoal
 
     n = len(names)
-    print(f'toio-nav demo: {n} simulated cubes swap places through the centre of the collection mat '
-          f'(ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})', flush=True)
+    print(f'toio-nav demo: {n} simulated cubes swap places through the centre of the collection mat, planner '
+          f'{demo_planner(files) or "?"} (ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})', flush=True)
     started = time.monotonic()
     children = bringup.Children()
     context = rclpy.Context()
@@ -333,7 +344,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
              f'{tracker.contacts} contacts')
     draw(png, names, tracker.trajectories(), goals, (45.0, 45.0, 455.0, 455.0), title)
     print('summary')
-    for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out):
+    for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out, demo_planner(files)):
         print('  ' + line)
     counts = bag_message_counts(bag_dir)
     for line in _recorder_complaints(log_dir / 'record.log'):
