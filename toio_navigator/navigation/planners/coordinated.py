@@ -1,20 +1,20 @@
-"""`coordinated`: a planner for the whole swarm at once, so that it never dead-locks (docs/planners.md).
+"""`coordinated`: a planner for the whole swarm at once, so that it does not dead-lock (docs/planners.md).
 
-Three layers, each in ``navigation/coordination``:
-* a global layer (``lattice``): the mat as a square lattice whose vertices are one pair distance apart; vertices
-  and edges that a cube cannot use (walls, disc obstacles, stopped cubes) are left out, and a route field per goal
-  gives every vertex its route length to that goal, so cubes go around obstacles and out of U-shaped traps
-  instead of into them;
+Layers, each in ``navigation/coordination``:
+* global (``lattice``): the mat as a square lattice whose vertices are one pair distance apart; vertices and edges
+  that a cube cannot use (walls, disc obstacles, stopped cubes) are left out, and a route field per goal gives
+  every vertex its route length to that goal, so cubes go around obstacles and out of U-shaped traps;
 * coordination (``pibt``): cubes that reach a vertex choose the next one, highest priority first, pushing
   lower-priority cubes out of the way (priority inheritance with backtracking); a cube's priority grows with the
-  time since it last stood on its goal;
+  time since it last stood on its goal; a cube without progress may ask again, and one that keeps pushing the
+  same cube off its goal routes around the cubes on their goals;
 * execution (``claims``): a cube drives along its claimed edges only as far as the cubes it waits for have freed
-  the space, which keeps every pair apart and every wait finite whatever the timing; a last velocity check stops
-  any cube whose next step would bring two cubes closer than touching.
+  the space, which keeps every pair apart and every wait finite whatever the timing;
+* driving (``driving``): the velocity on ideal discs; for real cubes the waypoint and speed limit CubeHandle
+  follows, and the checks that stop a cube before it touches another.
 
 Cubes start and end off the lattice: their start point and their goal are extra vertices joined to the lattice
-vertices they can reach in a straight line. The answer is a velocity (ideal discs) and a waypoint along the claim
-with a speed limit that lets the cube stop within its free claim after ``reaction_time`` (CubeHandle).
+vertices they can reach in a straight line. ``state.latency`` > 0 (the navigator's controller) means real cubes.
 """
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.navigation.coordination.claims import Claims
-from toio_navigator.navigation.coordination.geometry import point_segment_distance, polyline_point, segment_distance
-from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear, wall_gap
+from toio_navigator.navigation.coordination.driving import (coasting, corner_allowance, near_speed, overlapping,
+                                                            real_cube_speed, stop_unsafe, waypoints)
+from toio_navigator.navigation.coordination.geometry import point_segment_distance, polyline_point
+from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear
 from toio_navigator.navigation.coordination.pibt import FIXED, FREE, PibtRound
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
@@ -133,67 +135,33 @@ class CoordinatedPlanner:
         self._detour(rnd.pushed_parked, parked, radius, margin)
         # move along the claim as far as it is free
         lines = claims.polylines()
-        free = claims.free_length(vmax * commit + p.lookahead)
-        free = np.where(active, free, 0.0)
+        free = np.where(active, claims.free_length(vmax * commit + p.lookahead), 0.0)
         step_len = np.minimum(free, vmax * dt)
         # a cube that turns back at u stops there first (so its finished edge is really left behind)
         step_len = np.where(claims.sharp_turn(), np.minimum(step_len, remaining), step_len)
-        target = polyline_point(lines, step_len)
-        velocity = np.where(active[:, None], (target - pos) / dt, 0.0)
-        moving_now = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), max(lead, dt), dt)
+        velocity = np.where(active[:, None], (polyline_point(lines, step_len) - pos) / dt, 0.0)
         planned = np.where(active[:, None], polyline_point(lines, np.minimum(free, vmax * commit)), pos)
-        keep = stop_unsafe(pos, planned, radius, p.safety_gap, (q, other, dist))
+        pairs = (q, other, dist)
+        keep = stop_unsafe(pos, planned, radius, p.safety_gap, pairs)
+        final = claims.u_node == self.lattice.size + np.arange(n)
         if closed_loop:
-            # where each cube goes if it keeps its heading for the time it is committed: a cube that strays
-            # off its claim (latency, a turn taken wide) is stopped before it reaches another one
-            heading = np.column_stack([np.cos(state.heading), np.sin(state.heading)])
-            coasting = pos + heading * (moving_now * commit)[:, None]
-            keep &= stop_unsafe(pos, np.where(active[:, None], coasting, pos), radius, p.loop_safety_gap,
-                                (q, other, dist))
+            # a cube that strays off its claim (latency, a turn taken wide) is stopped before its heading
+            # carries it into another one within the time it is committed
+            moving = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), max(lead, dt), dt)
+            ahead = np.where(active[:, None], coasting(pos, state.heading, moving, commit), pos)
+            keep &= stop_unsafe(pos, ahead, radius, p.loop_safety_gap, pairs)
+            self._cut = corner_allowance(lines, radius, margin, pairs, self.lattice.walls, p)
+            near = near_speed(pos, state.heading, radius, vmax, pairs, p)
+            speed = real_cube_speed(claims, free, remaining, self._cut, vmax, commit, lead, near, p)
+        else:
+            self._cut = np.zeros(n)
+            speed = np.clip(free / commit, 0.0, vmax)
+        waypoint = np.where(active[:, None], waypoints(claims, lines, free, remaining, self._cut, final, p), pos)
         velocity = np.where(keep[:, None], velocity, 0.0)
-        cut = self._corner_allowance(lines, radius, margin, (q, other)) if closed_loop else np.zeros(n)
-        self._cut = cut
-        waypoint = self._waypoints(lines, free, remaining, cut)
-        waypoint = np.where(active[:, None], waypoint, pos)
-        # at speed v a cube covers v * commit before it can stop (v * lead while this command is on its way,
-        # then the command's own run): the speed that stops within the free claim, which it approaches
-        # exponentially; commit is long enough against the delay that the approach does not overshoot
-        brake = np.clip(free / commit, 0.0, vmax)
-        if closed_loop:
-            # a cube turning at speed v drifts about v turn_time sin(turn) / 2 off its claim; keep that within
-            # the room it has (cut)
-            cos_t = self._turn_cos()
-            sin_t = np.where(cos_t < 0.0, 1.0, np.sqrt(np.maximum(1.0 - cos_t ** 2, 0.0)))
-            corner = np.minimum(vmax, cut / np.maximum(0.5 * p.turn_time * sin_t, 1e-9))
-            before = np.clip(np.minimum(free, remaining) / commit, 0.0, vmax)
-            brake = np.where(claims.has_next(), np.minimum(brake, corner + before), brake)
-        if closed_loop:
-            brake = np.minimum(brake, self._near_speed(pos, state.heading, radius, vmax, (q, other, dist)))
-            # a command below the motors' dead zone does not move a cube at all: creep at least, where there is
-            # room for what creeping carries on after the stop
-            creep = np.minimum(p.creep_speed, vmax)
-            brake = np.where(free > creep * lead + p.creep_room, np.maximum(brake, creep), brake)
-        speed_limit = np.where(active & keep, brake, 0.0)
-        self.last = dict(free=free, keep=keep, brake=brake, cut=cut, deciding=deciding)
+        speed_limit = np.where(active & keep, speed, 0.0)
+        self.last = dict(free=free, keep=keep, speed=speed, cut=self._cut, deciding=deciding)
         return PlannerOutput(velocity=velocity, waypoint=waypoint, speed_limit=speed_limit,
-                             collision=overlapping(radius, (q, other, dist), n))
-
-    def _near_speed(self, pos, heading, radius, vmax, pairs) -> np.ndarray:
-        """Speed caps from the nearest cubes a cube is heading towards: full speed with ``near_full`` of gap
-        between the bodies, down to ``near_min`` of vmax with ``near_stop`` or less. A real cube strays from its
-        path by roughly its speed times its latency, so near others it must go slowly."""
-        p = self.params
-        q, other, dist = pairs
-        cap = np.array(vmax, float, copy=True)
-        if q.size == 0:
-            return cap
-        facing = np.column_stack([np.cos(heading), np.sin(heading)])
-        towards = np.einsum('kd,kd->k', facing[q], pos[other] - pos[q]) > 0.0
-        gap = dist - radius[q] - radius[other]
-        ramp = np.clip((gap - p.near_stop) / (p.near_full - p.near_stop), p.near_min, 1.0)
-        ramp = np.where(towards, ramp, 1.0)
-        np.minimum.at(cap, q, ramp * vmax[q])
-        return cap
+                             collision=overlapping(radius, pairs, n))
 
     def _speed_bound(self, commanded: np.ndarray, window: float, dt: float) -> np.ndarray:
         """Each cube's speed over the next ``window`` seconds, before a command sent now takes effect: the mean
@@ -201,71 +169,6 @@ class CoordinatedPlanner:
         self._commanded.append(commanded)
         del self._commanded[:-max(1, int(math.ceil(window / dt)))]
         return np.mean(np.stack(self._commanded), axis=0)
-
-    def _turn_cos(self) -> np.ndarray:
-        """cos of the turn at u from the cube's way in to its next edge (1 without a next edge)."""
-        c = self.claims
-        into, out = c.u - c.pos, c.w - c.u
-        norm = np.hypot(*into.T) * np.hypot(*out.T)
-        cos_t = np.einsum('nd,nd->n', into, out) / np.maximum(norm, 1e-12)
-        return np.where(c.has_next() & (norm > 1e-9), np.clip(cos_t, -1.0, 1.0), 1.0)
-
-    def _corner_allowance(self, lines: np.ndarray, radius: np.ndarray, margin: float, pairs) -> np.ndarray:
-        """How far (u) each cube may stray from its claim when it cuts a corner: half the room its claim has to
-        spare beyond the pair distance to every other claim, and the room to the walls, between ``corner_cut``
-        and ``corner_cut_max`` (a cube alone in open space drives smooth curves, a cube in a crowd follows its
-        claim closely)."""
-        p = self.params
-        n = len(lines)
-        room = np.full(n, p.corner_cut_max)
-        q, other = pairs
-        if q.size:
-            a0, a1 = lines[q, :-1][:, :, None], lines[q, 1:][:, :, None]
-            b0, b1 = lines[other, :-1][:, None], lines[other, 1:][:, None]
-            d = segment_distance(a0, a1, b0, b1).reshape(len(q), -1).min(axis=1)
-            spare = 0.5 * (d - radius[q] - radius[other] - margin)
-            np.minimum.at(room, q, spare)
-        walls = self.lattice.walls
-        if len(walls):
-            mids = 0.5 * (lines[:, :-1] + lines[:, 1:])
-            samples = np.concatenate([lines, mids], axis=1).reshape(-1, 2)
-            # the wall margin is room to cut into, up to 1 u from touching
-            gap = wall_gap(samples, walls).reshape(n, -1).min(axis=1) - radius - 1.0
-            room = np.clip(room, p.corner_cut, p.corner_cut_max)
-            return np.clip(np.minimum(room, gap), 0.0, p.corner_cut_max)
-        return np.clip(room, p.corner_cut, p.corner_cut_max)
-
-    def _waypoints(self, lines, free, remaining, cut) -> np.ndarray:
-        """Each cube's waypoint: ``lookahead`` along its free claim, but never so far round a turn at u that the
-        straight line from the cube to it (CubeHandle drives straight at its waypoint) passes more than ``cut``
-        from the corner. A waypoint cut short is pushed out along the path's direction to ``lookahead``, so the
-        handle does not brake for it: the speed limit (free claim / reaction time) does the braking."""
-        p, c = self.params, self.claims
-        reach = np.minimum(free, p.lookahead)
-        into, out = c.u - c.pos, c.w - c.u
-        a = np.hypot(*into.T)
-        norm = a * np.hypot(*out.T)
-        cos_t = np.clip(np.einsum('nd,nd->n', into, out) / np.maximum(norm, 1e-12), -1.0, 1.0)
-        sin_t = np.sqrt(1.0 - cos_t ** 2)
-        # the chord from the cube (a before the corner) to a point b past it misses the corner by
-        # a b sin(t) / |chord|; the largest b that keeps this within cut:
-        den = a * a * sin_t * sin_t - cut * cut
-        b = a * cut * (cut * cos_t + sin_t * np.sqrt(np.maximum(a * a - cut * cut, 0.0))) / np.maximum(den, 1e-12)
-        b = np.where((den <= 0.0) | (cos_t >= 1.0 - 1e-12), np.inf, np.maximum(b, 0.0))
-        b = np.where(cos_t < 0.0, 0.0, b)          # a cube that turns back goes to the corner first
-        turning = c.has_next() & (norm > 1e-12) & (remaining < reach)
-        reach = np.where(turning, np.minimum(reach, remaining + b), reach)
-        point = polyline_point(lines, reach)
-        chord = point - c.pos
-        length = np.hypot(*chord.T)
-        straight = ~turning | (reach > remaining + 1e-9)           # no turn between the cube and the waypoint
-        short = straight & (length < p.lookahead) & (length > 0.25 * p.lookahead)
-        short &= c.u_node != self.lattice.size + np.arange(c.n)                     # not the final approach
-        # CubeHandle stops within handle_reach of its waypoint: a waypoint at the end of the claim goes that much
-        # further, so the cube stops at the end, not short of it
-        stretch = np.where(short, p.lookahead / np.maximum(length, 1e-9),
-                           np.where(length > 1.0, 1.0 + p.handle_reach / np.maximum(length, 1e-9), 1.0))
-        return c.pos + chord * stretch[:, None]
 
     def waits(self) -> dict[int, list[int]]:
         """Which cubes each cube currently waits for (diagnostics: who blocks whom)."""
@@ -514,34 +417,3 @@ class CoordinatedPlanner:
         """A tiny deterministic per (cube, vertex) tie-break, so equal routes do not all pick the same side."""
         h = (nodes.astype(np.int64) * 2654435761 + (i + 1) * self._jitter_salt) % 1000003
         return 1e-9 * h
-
-
-def stop_unsafe(pos: np.ndarray, planned: np.ndarray, radius: np.ndarray, gap: float,
-                pairs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """The continuous safety layer, independent of the claims: a cube whose planned position (where its claim
-    takes it within the reaction time) would be closer than touching (+ ``gap``) to another cube's, and closer
-    than the two are now, stands still; repeated until no such pair is left. A stopped pair cannot get closer,
-    so no contact can start or deepen. Returns which cubes may move."""
-    n = len(pos)
-    keep = np.ones(n, bool)
-    q, p, now = pairs
-    if q.size == 0:
-        return keep
-    planned = planned.copy()
-    limit = radius[q] + radius[p] + gap
-    for _ in range(n):
-        after = np.hypot(*(planned[q] - planned[p]).T)
-        bad = (after < limit) & (after < now - 1e-9) & keep[q]
-        culprits = np.unique(q[bad])
-        if culprits.size == 0:
-            break
-        keep[culprits] = False
-        planned[culprits] = pos[culprits]
-    return keep
-
-
-def overlapping(radius: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> np.ndarray:
-    q, p, d = pairs
-    out = np.zeros(n, bool)
-    out[q[d < radius[q] + radius[p]]] = True
-    return out
