@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
             print(summary_line(record), flush=True)
     except ValueError as exc:
         print(f'toio-nav trial: {exc}', file=sys.stderr)
+        return 1
+    except BrokenProcessPool:
+        print(f'toio-nav trial: a worker process died (killed from outside?) after {len(records)} of {len(jobs)} '
+              'runs; nothing written', file=sys.stderr)
         return 1
     records.sort(key=lambda r: (r['name'], r['seed']))
     summary = summarise(records)
