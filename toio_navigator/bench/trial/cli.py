@@ -95,7 +95,6 @@ def run(args: argparse.Namespace) -> int:
         print(f'toio-nav trial: a worker process died (killed from outside?) after {len(records)} of {len(jobs)} '
               'runs; nothing written', file=sys.stderr)
         return 1
-    records.sort(key=lambda r: (r['name'], r['seed']))
     summary = summarise(records)
     print(f"{args.planner} / {profile.name}: {summary['runs']} runs, success {summary['success_rate']:.0%}, "
           f"collision-free {summary['success_collision_free_rate']:.0%}, median makespan "
