@@ -567,8 +567,9 @@ class SwarmController:
             self.last_rays = rays
         else:
             from toio_navigator.navigation.planner import SwarmState
-            state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra, goal=goal_xy,
-                               max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls)
+            state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
+                               goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
+                               walls=self.walls)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT

@@ -129,8 +129,9 @@ class ClosedLoop:
             cube.connect()
         self.feed = PositionFeed(self.firmware, profile.notify_period, profile.notify_jitter, profile.notify_loss,
                                  self.rng['notify_interval'], self.rng['notify_loss'])
+        every_step = pr.ConfigWrite(pr.ConfigCommand.ID_NOTIFICATION, (1, pr.ID_ALWAYS)).encode()
         for cube in self.firmware.cubes:     # a reading every physics step; the profile samples them
-            cube.write(pr.Characteristic.CONFIGURATION, pr.encode_id_notification(1, pr.ID_ALWAYS))
+            cube.write(pr.Characteristic.CONFIGURATION, every_step)
         self.now = 0.0
         self.controller = SwarmController(settings, params, handle, clock=lambda: self.now)
         self.events = EventQueue()
