@@ -150,7 +150,8 @@ def test_ble_notifications_come_every_15_to_45_ms_and_lose_about_1_percent():
     rng = streams(5)
     feed = PositionFeed(firmware, BLE.notify_period, BLE.notify_jitter, BLE.notify_loss, rng['notify_interval'],
                         rng['notify_loss'])
-    firmware[0].write(pr.Characteristic.CONFIGURATION, pr.encode_id_notification(1, pr.ID_ALWAYS))
+    every_step = pr.ConfigWrite(pr.ConfigCommand.ID_NOTIFICATION, (1, pr.ID_ALWAYS)).encode()
+    firmware[0].write(pr.Characteristic.CONFIGURATION, every_step)
     world.step(0.02)
     gaps = np.array([feed.next_interval() for _ in range(20000)])
     counters = LinkCounters()

@@ -9,7 +9,9 @@ reference it is a named setting (defaults = the tuned behaviour of config/naviga
 * ``border_stop``       the handle border's outward stop on the translation (fact sheet §4.4 step 5, quick test)
 * ``saturation``        'keep_rotation' (symmetric, keeps the turn) or 'reference' (B13's asymmetric truncation)
 * latency-aware prediction (:func:`predict_pose`): horizon = command lag + age of the state at the tick
-* ``stuck_time_s`` > 0  the dead-lock side-step (the reference has none; 0 turns it off)
+* ``stuck_time_s`` > 0  the dead-lock breaker (the reference has none; 0 turns it off): a side-step for a cube
+                        stuck far from its goal, and a waypoint moved out of the handle's reach for a stuck cube
+                        whose planner keeps it inside (:meth:`SwarmController._out_of_reach`)
 
 A tick is a pure function of its inputs: the state stamps (``stamp_ns`` of :meth:`update_state`), the goals and
 the tick time given to :meth:`step`. Nothing reads a wall clock there, so a bag holding those replays exactly.
@@ -64,8 +66,9 @@ class NavigatorSettings:
     use_pred: bool = False                    # navigator entities at the pose predicted after the command lag
     body_radius: float = BODY_RADIUS          # each cube's disc for the registry planners (HLAvoid has margins)
     # dead-lock breaker (fact sheet §7.2; the reference has none): a cube with a goal that has moved less than
-    # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...)
-    stuck_time_s: float = 1.0                 # 0 = never side-step (pure reference behaviour)
+    # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...),
+    # and its waypoint leaves the handle's reach (see SwarmController._out_of_reach)
+    stuck_time_s: float = 1.0                 # 0 = no breaker (pure reference behaviour)
     stuck_distance: float = 6.0
     sidestep_distance: float = 40.0
     sidestep_time_s: float = 0.8
@@ -567,9 +570,9 @@ class SwarmController:
             self.last_rays = rays
         else:
             from toio_navigator.navigation.planner import SwarmState
-            state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra, goal=goal_xy,
-                               max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active, walls=self.walls,
-                               bounds=self.settings.mat_rect, latency=self.handle.lag)
+            state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
+                               goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
+                               walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f'toio-nav trial: {exc}', file=sys.stderr)
         return 1
-    records.sort(key=lambda r: (r['name'], r['seed']))
+    except BrokenProcessPool:
+        print(f'toio-nav trial: a worker process died (killed from outside?) after {len(records)} of {len(jobs)} '
+              'runs; nothing written', file=sys.stderr)
+        return 1
     summary = summarise(records)
     print(f"{args.planner} / {profile.name}: {summary['runs']} runs, success {summary['success_rate']:.0%}, "
           f"collision-free {summary['success_collision_free_rate']:.0%}, median makespan "

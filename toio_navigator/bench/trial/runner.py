@@ -33,7 +33,7 @@ from toio_navigator.sim.virtual_cube import VirtualCubes
 from toio_navigator.sim.world import World, WorldParams
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT
 
-PHYSICS_DT = 0.01          # s: divides the scenarios' 0.05 s frames, the 50 ms tick and the 30 ms notifications
+PHYSICS_DT = WorldParams().dt   # s: the simulator's own step (50 Hz, as mat_sim runs it)
 MAT_MARGIN = 60.0          # mat units around everything a scenario holds (the border's avoid zone is ~40)
 MAT_ORIGIN = 45.0          # a shifted scenario's mat starts where the collection mat does
 FRESH_TICK_FRACTION = 0.8  # the node never ticks sooner than this many periods after the last tick
@@ -129,8 +129,9 @@ class ClosedLoop:
             cube.connect()
         self.feed = PositionFeed(self.firmware, profile.notify_period, profile.notify_jitter, profile.notify_loss,
                                  self.rng['notify_interval'], self.rng['notify_loss'])
+        every_step = pr.ConfigWrite(pr.ConfigCommand.ID_NOTIFICATION, (1, pr.ID_ALWAYS)).encode()
         for cube in self.firmware.cubes:     # a reading every physics step; the profile samples them
-            cube.write(pr.Characteristic.CONFIGURATION, pr.encode_id_notification(1, pr.ID_ALWAYS))
+            cube.write(pr.Characteristic.CONFIGURATION, every_step)
         self.now = 0.0
         self.controller = SwarmController(settings, params, handle, clock=lambda: self.now)
         self.events = EventQueue()
@@ -240,27 +241,28 @@ class ClosedLoop:
     # ---- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Run until every cube is at its goal at a frame or the time limit; the true positions (K+1, N, 2) in
-        scenario coordinates, one frame per scenario.dt."""
+        scenario coordinates, one frame per scenario.dt (between two physics steps, interpolated)."""
         sc = self.scenario
-        every = int(round(sc.dt / PHYSICS_DT))
-        if every < 1 or abs(every * PHYSICS_DT - sc.dt) > 1e-9:
-            raise ValueError(f'scenario {sc.name!r}: dt {sc.dt} s is not a multiple of the trial\'s physics step '
-                             f'{PHYSICS_DT} s')
         off, goals = self.placement.offset, sc.goals
         tol2 = sc.goal_tolerance ** 2
         w = self.world
-        frames = [np.column_stack([w.x, w.y]) - off]
-        for k in range(sc.n_steps):
-            if np.all(np.sum((frames[-1] - goals) ** 2, axis=1) <= tol2):
-                break
-            for sub in range(every):
-                limit = (k * every + sub + 1) * PHYSICS_DT - 1e-9
-                while (event := self.events.pop_before(limit)) is not None:
-                    self._handle(*event)
-                w.step(PHYSICS_DT)
-            frames.append(np.column_stack([w.x, w.y]) - off)
-            if progress is not None:
-                progress(k + 1, sc.n_steps)
+        before = np.column_stack([w.x, w.y]) - off
+        frames = [before]
+        step = 0
+        while len(frames) <= sc.n_steps and not np.all(np.sum((frames[-1] - goals) ** 2, axis=1) <= tol2):
+            step += 1
+            while (event := self.events.pop_before(step * PHYSICS_DT - 1e-9)) is not None:
+                self._handle(*event)
+            w.step(PHYSICS_DT)
+            after = np.column_stack([w.x, w.y]) - off
+            while len(frames) <= sc.n_steps and len(frames) * sc.dt <= step * PHYSICS_DT + 1e-9:
+                share = (len(frames) * sc.dt - (step - 1) * PHYSICS_DT) / PHYSICS_DT
+                frames.append(before + share * (after - before))
+                if progress is not None:
+                    progress(len(frames) - 1, sc.n_steps)
+                if np.all(np.sum((frames[-1] - goals) ** 2, axis=1) <= tol2):
+                    break
+            before = after
         return np.stack(frames)
 
 
