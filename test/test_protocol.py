@@ -1,4 +1,4 @@
-"""The codec against every test vector of the protocol fact sheet, both directions, plus a decoder fuzz."""
+"""The codec against a byte vector of every message (docs/ble_protocol.md), both directions, plus a decoder fuzz."""
 from __future__ import annotations
 
 import pytest
@@ -49,7 +49,7 @@ def test_notification_vectors_round_trip(char, text, message):
     assert p.encode_notification(message) == h(text)
 
 
-# (bytes on the wire, the command) for every command vector of the fact sheet
+# (bytes on the wire, the command) for every command (docs/ble_protocol.md §5-§9)
 COMMAND_VECTORS = [
     ('01 01 01 32 02 02 14', p.MotorControl(50, -20)),
     ('02 01 01 32 02 02 14 0a', p.MotorControlTimed(50, -20, 10)),

@@ -1,4 +1,4 @@
-"""The optimal fastest path (reference §7): Dijkstra over (x, y, heading, waypoint-visited).
+"""The optimal fastest path (docs/arena.md §5): Dijkstra over (x, y, heading, waypoint-visited).
 
 Cost model: ``F`` forward one cell costs 1, ``L``/``R`` (90 degrees in place) cost ``turn_cost`` (P, default 2),
 optional ``B`` (reverse one cell, keeping the heading) costs 1. A state is valid when the 3x3 footprint of its

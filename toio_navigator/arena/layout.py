@@ -1,4 +1,4 @@
-"""Reader of arena layout files (``toio-arena-layout/1``, shared/arena/FORMAT.md) with errors that name the problem."""
+"""Reader of arena layout files (``toio-arena-layout/1``, docs/arena.md §6) with errors that name the problem."""
 from __future__ import annotations
 
 import json

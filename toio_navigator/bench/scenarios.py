@@ -1,7 +1,7 @@
-"""Reader of the benchmark scenarios file (shared/benchmarks/scenarios.yaml format, version 1).
+"""Reader of the benchmark scenarios file (docs/metrics.md §9, version 1).
 
 One scenario becomes a :class:`Scenario` with explicit arrays: starts, goals, disc and segment obstacles and the
-constants of METRICS.md (per-scenario keys override the file's ``defaults``). Every problem in the file raises
+constants of the metrics (per-scenario keys override the file's ``defaults``). Every problem in the file raises
 :class:`ScenarioError` with the scenario name and the offending key, never a bare KeyError or a numpy traceback.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-#: METRICS.md defaults, used when the file has no ``defaults`` entry for a constant
+#: the defaults of docs/metrics.md, used when the file has no ``defaults`` entry for a constant
 METRIC_DEFAULTS: dict[str, float] = {
     'agent_radius': 16.5,
     'max_speed': 165.0,
@@ -48,7 +48,7 @@ class Scenario:
 
     @property
     def seed(self) -> int:
-        """The fixed per-scenario seed for sampling planners (METRICS.md §1.6): CRC-32 of the name."""
+        """The fixed per-scenario seed for sampling planners (docs/metrics.md §1.6): CRC-32 of the name."""
         return zlib.crc32(self.name.encode('utf-8'))
 
     @property

@@ -3,7 +3,7 @@
 Everything a driver writes is a *command* dataclass, everything a cube sends (notification or read) is a
 *notification* dataclass. Both directions are encoded and decoded here, so the driver (encode commands, decode
 notifications) and the virtual cube firmware (decode commands, encode notifications) share one codec and cannot
-disagree about a byte. Layouts follow the protocol fact sheet (toio BLE protocol v2.0.0-v2.5.0): little-endian,
+disagree about a byte. Layouts follow docs/ble_protocol.md (toio BLE protocol v2.0.0-v2.5.0): little-endian,
 type byte first, exact lengths.
 
 Errors: any malformed, short, over-long, out-of-range or unknown input raises :class:`ProtocolError` and nothing

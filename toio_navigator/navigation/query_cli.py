@@ -1,6 +1,6 @@
 """``toio-nav query SCENARIO.json RESULT.json``: one Navigator query in the conformance format.
 
-Implements shared/conformance/FORMAT.md (``toio-navigator-conformance/1``; copy in test/data/conformance/):
+Implements test/data/conformance/FORMAT.md (``toio-navigator-conformance/1``):
 reads the ``scenario`` member, validates it strictly (unknown or missing keys, identical wall endpoints, bad
 enum strings, non-numbers are errors that name the offending path), answers with fresh state, and writes the
 result object. Exit 0 on success, 2 on a malformed scenario, 1 when a file cannot be read or written.
@@ -161,7 +161,7 @@ def result_document(sc: dict, res: NaviBatch) -> dict:
     def vec(a):
         return {'x': float(a[0, 0]), 'y': float(a[0, 1])}
     limit = float(res.speed_limit[0])
-    if not math.isfinite(limit):   # FORMAT.md: never Infinity / NaN
+    if not math.isfinite(limit):   # test/data/conformance/FORMAT.md: never Infinity / NaN
         limit = 1.7976931348623157e308 if limit > 0 else 0.0
     out = {'format': FORMAT, 'result': {
         'mode': sc['mode'].value, 'direction': sc['direction'].value, 'waypoint': vec(res.waypoint),
@@ -188,8 +188,8 @@ def _finite_json(obj):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('scenario', help='scenario JSON (an object with a "scenario" member; FORMAT.md §3)')
-    parser.add_argument('result', help='where to write the result JSON (FORMAT.md §4)')
+    parser.add_argument('scenario', help='scenario JSON (a "scenario" member; test/data/conformance/FORMAT.md §3)')
+    parser.add_argument('result', help='where to write the result JSON (test/data/conformance/FORMAT.md §4)')
 
 
 def run(args) -> int:

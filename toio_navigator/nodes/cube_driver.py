@@ -53,7 +53,7 @@ _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNE
                 LinkState.CONNECTED: LinkStatus.CONNECTED, LinkState.RECONNECTING: LinkStatus.RECONNECTING,
                 LinkState.FAILED: LinkStatus.FAILED}
 
-ASSUMED_VERSION = '2.0.0'   # what a cube that never answers the version request is taken to be (fact sheet §14)
+ASSUMED_VERSION = '2.0.0'   # taken for a cube that never answers the version request (docs/ble_protocol.md §10)
 
 
 # ------------------------------------------------------------------------------------------------ asyncio loop

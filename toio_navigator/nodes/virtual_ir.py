@@ -26,7 +26,7 @@ NO_READING = [-1] * 6
 
 #: the arena on the mat; shared with mat_sim (name -> (default, description))
 ARENA_PARAMETERS: dict[str, tuple[object, str]] = {
-    'arena_layout': ('', 'arena layout JSON (shared/arena FORMAT) whose walls and obstacles the sensors see'),
+    'arena_layout': ('', 'arena layout JSON (format: docs/arena.md §6) whose walls and obstacles the sensors see'),
     'arena_origin_x': (100.0, 'mat x (units) of the arena top-left corner'),
     'arena_origin_y': (50.0, 'mat y (units) of the arena top-left corner'),
     'arena_cell_size': (20.0, 'arena cell side, mat units'),

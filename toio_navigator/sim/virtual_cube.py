@@ -2,7 +2,7 @@
 
 :class:`VirtualCubes` runs the firmware of every cube of a :class:`~toio_navigator.sim.world.World` (it attaches
 itself to the world's step). Each :class:`VirtualCube` is one cube's GATT face: ``connect``, ``write``,
-``read``, ``subscribe`` with exactly the bytes of the protocol fact sheet. Behaviour modelled:
+``read``, ``subscribe`` with exactly the bytes of docs/ble_protocol.md. Behaviour modelled:
 
 * writes are parsed with the shared codec; malformed, out-of-range or too-new (for the simulated protocol
   version) writes are dropped silently, as a real cube does;
@@ -50,7 +50,7 @@ _NAME_LETTERS = 'abcdefhijkmnprtABCDEFGHJKLMNPQRT'   # the spec's letters minus 
 
 @dataclass(frozen=True)
 class FirmwareParams:
-    """Firmware constants (protocol fact sheet defaults)."""
+    """Firmware constants (defaults of docs/ble_protocol.md)."""
     version: str = '2.4.0'
     default_id_interval_10ms: int = 1
     default_id_condition: int = pr.ID_BALANCED
