@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.bags.repair import diagnose
 from toio_navigator.navigation.controller import stamp_seconds
 from toio_navigator.nodes.navigator import (SETTING_PARAMETERS, CubeHandleParams, NavigatorParams,
                                             NavigatorSettings, SwarmController, apply_reference_parameter,
@@ -130,6 +131,9 @@ def open_reader(path: str | Path):
     path = Path(path)
     if not path.exists():
         raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
+    damage = diagnose(path)          # not finalised / truncated: say what is readable and how to repair
+    if damage is not None:
+        raise ReplayError(damage)
     try:
         reader = AnyReader([path])
         reader.open()
