@@ -29,6 +29,10 @@ class InputError(ValueError):
     """An input file or value that cannot be used; the message names the file, the field and the rule."""
 
 
+class UnreadableFile(InputError):
+    """The file cannot be read at all (missing, a directory, no permission, too big)."""
+
+
 class TooLarge(float):
     """A number in a file that no float can hold (``1e400``, a 400-digit integer): an infinite float that
     remembers how it was written, so the checks can say "too large" instead of "not finite"."""
@@ -51,13 +55,13 @@ def read_text(path: str | Path, what: str, max_bytes: int = MAX_INPUT_BYTES) -> 
     path = Path(path)
     try:
         if path.is_dir():
-            raise InputError(f'{what} {path} is a directory, not a file')
+            raise UnreadableFile(f'cannot read {what} {path}: it is a directory, not a file')
         size = path.stat().st_size
         if size > max_bytes:
-            raise InputError(f'{what} {path} is {size} bytes; a {what} is at most {max_bytes} bytes')
+            raise UnreadableFile(f'cannot read {what} {path}: it is {size} bytes, a {what} is at most {max_bytes}')
         data = path.read_bytes()
     except OSError as exc:
-        raise InputError(f'cannot read {what} {path}: {exc.strerror or exc}') from None
+        raise UnreadableFile(f'cannot read {what} {path}: {exc.strerror or exc}') from None
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:
@@ -143,7 +147,7 @@ def load_yaml(text: str, source: str):
         mark = getattr(exc, 'problem_mark', None)
         where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark is not None else ''
         problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
-        raise InputError(f'{source} is not valid YAML: {problem}{where}') from None
+        raise InputError(f'{source}: invalid YAML: {problem}{where}') from None
     except RecursionError:
         raise InputError(f'{source}: nested too deeply to read; at most {MAX_DEPTH} levels are allowed') from None
     _check_depth(value, source)
@@ -160,31 +164,28 @@ def show(value, limit: int = 40) -> str:
 
 def number(value, where: str, lo: float | None = None, hi: float | None = None, *,
            lo_open: bool = False) -> float:
-    """A finite number (not a bool) within [lo, hi] (``lo_open``: > lo); InputError naming ``where``."""
-    if isinstance(value, TooLarge):
-        raise InputError(f'{where}: {value.text} is too large for a 64-bit float')
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f'{where}: expected a number, got {show(value)}')
-    if isinstance(value, int) and abs(value) > sys.float_info.max:
-        raise InputError(f'{where}: {show(value)} is too large for a 64-bit float')
-    if not math.isfinite(value):
-        raise InputError(f'{where}: must be a finite number, got {value}')
+    """A finite number (not a bool) within [lo, hi] (``lo_open``: > lo); InputError "<where> must be ..."."""
+    if isinstance(value, TooLarge) or isinstance(value, int) and not isinstance(value, bool) \
+            and abs(value) > sys.float_info.max:
+        raise InputError(f'{where} is {show(value)}: too large for a 64-bit float')
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f'{where} must be a finite number, got {show(value)}')
     value = float(value)
     if lo is not None and (value <= lo if lo_open else value < lo):
-        raise InputError(f'{where}: must be {">" if lo_open else ">="} {lo:g}, got {value:g}')
+        raise InputError(f'{where} must be {">" if lo_open else ">="} {lo:g}, got {value:g}')
     if hi is not None and value > hi:
-        raise InputError(f'{where}: must be <= {hi:g}, got {value:g}')
+        raise InputError(f'{where} must be <= {hi:g}, got {value:g}')
     return value
 
 
 def integer(value, where: str, lo: int | None = None, hi: int | None = None) -> int:
-    """An integer (not a bool; 3.0 is not accepted) within [lo, hi]; InputError naming ``where``."""
+    """An integer (not a bool; 3.0 is not accepted) within [lo, hi]; InputError "<where> must be ..."."""
     if isinstance(value, bool) or not isinstance(value, int) or isinstance(value, TooLarge):
-        raise InputError(f'{where}: expected an integer, got {show(value)}')
+        raise InputError(f'{where} must be an integer, got {show(value)}')
     if lo is not None and value < lo or hi is not None and value > hi:
         bounds = f'{lo}..{hi}' if lo is not None and hi is not None else (f'>= {lo}' if lo is not None
                                                                           else f'<= {hi}')
-        raise InputError(f'{where}: must be an integer {bounds}, got {show(value)}')
+        raise InputError(f'{where} must be an integer {bounds}, got {show(value)}')
     return value
 
 

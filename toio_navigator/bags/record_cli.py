@@ -119,7 +119,7 @@ class StopRequest:
 
 def run(args: argparse.Namespace) -> int:
     if args.duration is not None and not (args.duration > 0 and math.isfinite(args.duration)):
-        print('toio-nav record: --duration must be a finite number of seconds > 0', file=sys.stderr)
+        print('toio-nav record: --duration must be > 0 (a finite number of seconds)', file=sys.stderr)
         return 2
     out = args.out or default_out()
     stop = StopRequest()
