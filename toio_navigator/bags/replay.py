@@ -154,6 +154,7 @@ def open_reader(path: str | Path):
     damage = diagnose(path)          # not finalised / truncated: say what is readable and how to repair
     if damage is not None:
         raise ReplayError(damage)
+    bag_custom_data(path)            # a metadata.yaml that is no rosbag2 metadata is named before rosbags reads it
     try:
         reader = AnyReader([path])
         reader.open()

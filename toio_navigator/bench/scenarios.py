@@ -229,9 +229,9 @@ def _obstacles(items: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(discs, float).reshape(-1, 3), np.array(segments, float).reshape(-1, 4)
 
 
-def _number(value: Any, what: str, lo: float | None = None, hi: float | None = None) -> float:
+def _number(value: Any, what: str, lo: float | None = None, hi: float | None = None, lo_open: bool = True) -> float:
     try:
-        return number(value, what, lo, hi, lo_open=True)
+        return number(value, what, lo, hi, lo_open=lo_open)
     except InputError as exc:
         raise ScenarioError(str(exc)) from None
 
@@ -245,7 +245,7 @@ def _constant(value: Any, key: str, what: str) -> float:
 def _point(value: Any, what: str) -> np.ndarray:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ScenarioError(f'{what} must be a pair [x, y], got {show(value)}')
-    return np.array([_number(v, what, -COORDINATE_LIMIT, COORDINATE_LIMIT) for v in value])
+    return np.array([_number(v, what, -COORDINATE_LIMIT, COORDINATE_LIMIT, lo_open=False) for v in value])
 
 
 def _points(value: Any, what: str) -> np.ndarray:
