@@ -88,7 +88,6 @@ def _query(capsys, tmp_path, text: str):
 
 def test_conformance_numbers_too_large_for_a_float_and_deep_nesting(tmp_path, capsys):
     doc = json.loads(CASE.read_text())
-    text = json.dumps(doc).replace('"x": ', '"x": 1e400 , "_": ', 1)
     doc['scenario']['ego']['x'] = 10 ** 400
     code, _, err = _query(capsys, tmp_path, json.dumps(doc))
     assert code == 2 and 'scenario.ego.x' in err and 'too large for a 64-bit float' in err
@@ -97,7 +96,6 @@ def test_conformance_numbers_too_large_for_a_float_and_deep_nesting(tmp_path, ca
     assert code == 2 and 'scenario.ego.x is 1e400: too large' in err
     code, _, err = _query(capsys, tmp_path, '{"scenario": ' + '[' * 5000 + ']' * 5000 + '}')
     assert code == 2 and 'nested' in err
-    assert text                                 # (the first form is the same number written in a key position)
     doc = json.loads(CASE.read_text())
     doc['scenario']['params'] = {'avoid': {'nsample': 100_000}}
     doc['scenario']['others'] = [dict(x=float(i), y=1.0) for i in range(300)]
@@ -152,8 +150,8 @@ def test_bags_with_a_list_for_their_parameters_or_broken_metadata_are_refused(tm
     shutil.copytree(BAG, bag)
     meta = bag / 'metadata.yaml'
     text = meta.read_text()
-    meta.write_text(text.replace("toio_navigator.navigator_parameters: '{", "toio_navigator.navigator_parameters: '[{", 1)
-                    .replace("}'\n", "}]'\n", 1))
+    key = "toio_navigator.navigator_parameters: '"
+    meta.write_text(text.replace(key + '{', key + '[{', 1).replace("}'\n", "}]'\n", 1))
     code, _, err = toio_nav(capsys, 'replay', bag)
     assert code == 2 and 'must be a JSON object {name: value}, got a list' in err and str(bag) in err
     code, _, err = toio_nav(capsys, 'render', bag, '--out', tmp_path / 'x.png')
