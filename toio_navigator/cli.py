@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'record': ('toio_navigator.bags.record_cli', 'record topics to a rosbag2 (mcap or sqlite3)'),
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),
+    'repair': ('toio_navigator.bags.repair_cli',
+               'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
 }
 
