@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from geometry_msgs.msg import Pose, PoseStamped, Quaternion, Twist
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Twist
 from nav_msgs.msg import Odometry
 
 from toio_navigator import units
@@ -49,6 +49,12 @@ def fill_pose(pose: Pose, x: float, y: float, theta: float) -> None:
     pose.position.x, pose.position.y = units.mat_to_ros_xy(x, y)
     pose.position.z = 0.0
     set_quaternion_from_yaw(pose.orientation, units.mat_to_ros_yaw(theta))
+
+
+def point(x: float, y: float, z: float = 0.0) -> Point:
+    """A mat point (units, y down) as a geometry_msgs/Point in metres (REP 103); ``z`` is already in metres."""
+    rx, ry = units.mat_to_ros_xy(float(x), float(y))
+    return Point(x=rx, y=ry, z=z)
 
 
 def pose_stamped(x: float, y: float, theta: float, stamp, frame_id: str = units.FRAME_ID) -> PoseStamped:
