@@ -21,7 +21,7 @@ from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes import conversions  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
-from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from conftest import spin_until  # noqa: E402
 

@@ -293,7 +293,7 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
             if name in known_reference:
                 params, handle = apply_reference_parameter(params, handle, name, value)
     except ValueError as exc:
-        raise ReplayError(f'navigator parameter {exc}') from None
+        raise ReplayError(f'navigator {exc}') from None
     missing = [c for c in cubes if c not in settings.cubes]
     if missing:
         raise ReplayError(f'the bag has cubes {missing} that the navigator parameters do not list '

@@ -27,7 +27,6 @@ from typing import Awaitable, Callable
 import rclpy
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -36,7 +35,9 @@ from toio_navigator.cube import protocol as p
 from toio_navigator.cube.transport import LinkState, Transport, TransportError
 from toio_navigator.msg import CubeState, LinkStatus, MotorCommand
 from toio_navigator.nodes import conversions
-from toio_navigator.nodes.driver_config import PARAMETERS, ConfigError, DriverConfig
+from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.settings.driver import PARAMS, DriverConfig
+from toio_navigator.settings.spec import SettingError
 
 _log = logging.getLogger(__name__)
 
@@ -118,18 +119,17 @@ class CoalescedWriter:
 # ------------------------------------------------------------------------------------------------ the node
 
 class CubeDriverNode(Node):
-    """One cube's driver. Parameters: :data:`toio_navigator.nodes.driver_config.PARAMETERS`.
+    """One cube's driver. Parameters: :data:`toio_navigator.settings.driver.PARAMS`.
 
-    Raises :class:`ConfigError` (a ValueError naming the parameter) if a parameter is invalid.
+    Raises :class:`~toio_navigator.settings.spec.SettingError` (a ValueError naming the parameter) if a
+    parameter is invalid.
     ``transport`` injects a ready Transport (tests); otherwise it is built from the ``transport`` parameter.
     """
 
     def __init__(self, node_name: str = 'cube_driver', *, transport: Transport | None = None, **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
-        values = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.config = cfg = DriverConfig.from_values(values, self.get_namespace())
+        self.parameters = NodeParameters(self, PARAMS)
+        self.config = cfg = DriverConfig.from_values(self.parameters.values, self.get_namespace())
         self.cube = cfg.cube
         self._lock = threading.RLock()
         self._loop = shared_loop()
@@ -178,8 +178,17 @@ class CubeDriverNode(Node):
             p.ProtocolVersion: self._on_version,
         }
         self._handlers.update(self.features.handlers())
+        self.parameters.on_change(self._apply_parameters)
         self._publish_link_status()
         self._run_future = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
+
+    def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
+        """A run-time change (only motor, pose-gate, light, sound and move_to_pose parameters may change): the
+        configuration is rebuilt by the start-up rules; everything reads ``self.config`` when it acts."""
+        cfg = DriverConfig.from_values(values, self.get_namespace())
+        self.config = cfg
+        self.motor.min_interval_s = cfg.min_motor_interval_s
+        self.features.light.min_interval_s = cfg.light_min_interval_s
 
     # -------------------------------------------------------------------------------------------- link
     async def _make_transport(self) -> Transport:
@@ -498,7 +507,7 @@ def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator cube_driver --ros-args -r __ns:=/cube1 -p transport:=sim``. Exit 2 on bad params."""
     from toio_navigator.nodes.spin import run_node
 
-    return run_node('cube_driver', CubeDriverNode, errors=(ConfigError, ParameterException), args=args)
+    return run_node('cube_driver', CubeDriverNode, errors=(SettingError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

@@ -7,10 +7,10 @@ Services: ``navigator/set_goal`` (SetGoal: accepted + reason), ``navigator/goal_
 
 This module only translates: ROS parameters <-> :class:`NavigatorSettings` and the core's parameter dataclasses
 (:mod:`toio_navigator.settings.navigator`, no rclpy), messages <-> :class:`~toio_navigator.navigation.controller.
-SwarmController` calls (no rclpy there either). Each tick is
-stamped once on the ROS clock; the controller steps at that stamp with the states' own header stamps, and every
-NavResult carries the tick stamp, the stamp of the state used and the goal pursued, so a bag of the inputs and
-NavResults replays the tick exactly (toio_navigator.bags.replay).
+SwarmController` calls (no rclpy there either). Each tick is stamped once on the ROS clock; the controller steps
+at that stamp with the states' own header stamps, and every NavResult carries the tick stamp, the stamp of the
+state used and the goal pursued, so a bag of the inputs and NavResults replays the tick exactly
+(toio_navigator.bags.replay).
 """
 from __future__ import annotations
 
@@ -18,22 +18,19 @@ import math
 import os
 import sys
 import time
-from dataclasses import replace
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
-
 from visualization_msgs.msg import MarkerArray
 
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
-from toio_navigator.navigation.controller import STOP, TOWARDS, NavigatorSettings, SwarmController, stamp_seconds
-from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.navigation.controller import (STOP, TOWARDS, NavigatorSettings,  # noqa: F401 (older imports)
+                                                  SwarmController, stamp_seconds)
 from toio_navigator.nodes.markers import navigator_markers
+from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import run_node
-from toio_navigator.settings.navigator import (RUNTIME_SETTINGS, SETTING_PARAMETERS, apply_reference_parameter,
-                                               coerce_setting, reference_parameters)
+from toio_navigator.settings.navigator import PARAMS, coerce_setting, navigator_config  # noqa: F401 (older imports)
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
 
@@ -48,26 +45,14 @@ class NavigatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('navigator', **kwargs)
-        defaults = NavigatorSettings()
-        dyn = ParameterDescriptor(dynamic_typing=True)   # 20 and 20.0 both work in YAML / ros2 param set
-        self.declare_parameter('cubes', ['cube1'], ParameterDescriptor(description='cube names (namespaces)'))
-        for name in SETTING_PARAMETERS[1:]:
-            value = getattr(defaults, name)
-            self.declare_parameter(name, [float(v) for v in value] if isinstance(value, tuple) else value, dyn)
-        self.declare_parameter('markers_every', 2, dyn)
-        self.declare_parameter('tick_on_fresh_states', True)
-        params, handle = NavigatorParams(), CubeHandleParams()
-        for name, value in reference_parameters(params, handle).items():
-            self.declare_parameter(name, value, dyn)
-        settings = self._settings_from_parameters()
-        for name in reference_parameters(params, handle):
-            params, handle = apply_reference_parameter(params, handle, name,
-                                                       self.get_parameter(name).value)
+        self.parameters = NodeParameters(self, PARAMS)
+        config = navigator_config(self.parameters.values)          # SettingError names a bad parameter
+        settings = config.settings
         # the controller's own clock (goal status only) is the ROS clock of the tick stamps
-        self.controller = SwarmController(settings, params, handle,     # ValueError on bad settings
+        self.controller = SwarmController(settings, config.params, config.handle,
                                           clock=lambda: stamp_seconds(self.get_clock().now().nanoseconds))
-        self.markers_every = max(1, int(self.get_parameter('markers_every').value))
-        self.tick_on_fresh = bool(self.get_parameter('tick_on_fresh_states').value)
+        self.markers_every = config.markers_every
+        self.tick_on_fresh = config.tick_on_fresh_states
         self.ticks = 0
         self.last_tick = -math.inf
         self.fresh = set()
@@ -82,54 +67,26 @@ class NavigatorNode(Node):
         self.create_service(SetGoal, 'navigator/set_goal', self._srv_set_goal)
         self.create_service(GoalStatus, 'navigator/goal_status', self._srv_status)
         self.timer = self.create_timer(1.0 / settings.rate_hz, self._on_timer)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.parameters.on_change(self._apply_parameters)
         self.get_logger().info(f'navigator: {len(settings.cubes)} cubes {list(settings.cubes)}, mode '
                                f'{settings.mode}, planner {settings.planner}, {settings.rate_hz:g} Hz')
 
     # ---- parameters
-    def _settings_from_parameters(self) -> NavigatorSettings:
-        s = NavigatorSettings()
-        for name in SETTING_PARAMETERS:
-            setattr(s, name, coerce_setting(name, self.get_parameter(name).value))
-        s.check()
-        return s
-
-    def _on_set_parameters(self, changes):
+    def _apply_parameters(self, values: dict, changed: set[str]) -> None:
+        """A run-time change: the whole configuration is rebuilt by the start-up rules, then put into effect."""
+        config = navigator_config(values)
         c = self.controller
-        settings = replace(c.settings)
-        params, handle = c.params, c.handle
-        try:
-            for p in changes:
-                if p.name in ('cubes', 'mat_rect'):
-                    raise ValueError(f'{p.name} is fixed at start-up (restart the navigator to change it)')
-                if p.name in RUNTIME_SETTINGS:
-                    setattr(settings, p.name, coerce_setting(p.name, p.value))
-                elif '.' in p.name and p.name.split('.')[0] in ('navigator', 'avoid', 'boids', 'fixes',
-                                                                'handle'):
-                    params, handle = apply_reference_parameter(params, handle, p.name, p.value)
-                elif p.name in ('markers_every', 'tick_on_fresh_states'):
-                    continue
-            settings.check()
-        except (ValueError, TypeError) as exc:
-            self.get_logger().warning(f'parameter change rejected: {exc}')
-            return SetParametersResult(successful=False, reason=str(exc))
         old_rate = c.settings.rate_hz
-        if settings.planner != c.settings.planner:
-            c.set_planner(settings.planner)
-        c.settings = settings
-        c.walls = settings.wall_rows()
-        c.params, c.handle = params, handle
-        for p in changes:
-            if p.name == 'markers_every':
-                self.markers_every = max(1, int(p.value))
-            elif p.name == 'tick_on_fresh_states':
-                self.tick_on_fresh = bool(p.value)
-        if settings.rate_hz != old_rate:
+        if config.settings.planner != c.settings.planner:
+            c.set_planner(config.settings.planner)
+        c.settings = config.settings
+        c.walls = config.settings.wall_rows()
+        c.params, c.handle = config.params, config.handle
+        self.markers_every, self.tick_on_fresh = config.markers_every, config.tick_on_fresh_states
+        if config.settings.rate_hz != old_rate:
             self.timer.cancel()
             self.destroy_timer(self.timer)
-            self.timer = self.create_timer(1.0 / settings.rate_hz, self._on_timer)
-        self.get_logger().info('parameters changed: ' + ', '.join(f'{p.name}={p.value}' for p in changes))
-        return SetParametersResult(successful=True)
+            self.timer = self.create_timer(1.0 / config.settings.rate_hz, self._on_timer)
 
     # ---- inputs
     def _on_state(self, cube: str, msg) -> None:
@@ -234,8 +191,7 @@ def _executor():
 
 def main(args: list[str] | None = None) -> int:
     """`ros2 run toio_navigator navigator [--ros-args ...]`. Exit 2 on bad parameters."""
-    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=_executor,
-                    error_prefix='bad parameters: ')
+    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=_executor)
 
 
 if __name__ == '__main__':
