@@ -336,7 +336,7 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         assert spin_until(ex, lambda: driver.transport.reconnect_count == 1 and cubes[0].connected)
         assert spin_until(ex, lambda: cubes.id_condition[0] == p.ID_ALWAYS)   # settings re-sent after reconnect
         driver.features.publish_diagnostics()
-        assert driver.features.rssi == -61
+        assert driver.rssi == -61
     finally:
         driver.destroy_node()
         probe.destroy_node()

@@ -116,7 +116,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     from toio_navigator.arena.render import save_png
     from toio_navigator.msg import ArenaState
     from toio_navigator.nodes import bringup
-    from toio_navigator.nodes.arena_explorer import LATCHED, STATE_QOS
+    from toio_navigator.nodes.qos import LATCHED, STATE_QOS
     from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
     names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}

@@ -44,7 +44,7 @@ from nav_msgs.msg import OccupancyGrid, Path
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
 from toio_navigator import units
@@ -57,16 +57,13 @@ from toio_navigator.msg import ArenaImage, ArenaState, CubeState, IrRanges, Move
     NavResult
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.nodes.qos import LATCHED, STATE_QOS
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.settings.arena_explorer import (ArenaNodeError, ArenaNodeSettings,  # noqa: F401 (older imports)
                                                     PARAMS, parse_waypoint, settings_from_values)
 from toio_navigator.settings.spec import SettingError
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualCamera
 from toio_navigator.srv import SetGoal, SetWaypoint
-
-#: latched: a late subscriber (rviz, the demo) still gets the last map, state and path
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out

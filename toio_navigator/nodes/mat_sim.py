@@ -35,7 +35,7 @@ from toio_navigator.cube import protocol as p
 from toio_navigator.msg import BleFrame, ContactEvent, IrRanges
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.parameters import NodeParameters
-from toio_navigator.nodes.ros_sim_link import BLE_QOS
+from toio_navigator.nodes.qos import BLE_QOS
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.nodes.virtual_ir import ArenaSensors
 from toio_navigator.settings.mat_sim import MatSimError  # noqa: F401 (older imports)
