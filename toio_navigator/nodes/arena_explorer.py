@@ -39,7 +39,6 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-import numpy as np
 from nav_msgs.msg import OccupancyGrid, Path
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
@@ -62,7 +61,7 @@ from toio_navigator.nodes.spin import run_node
 from toio_navigator.settings.arena_explorer import (ArenaNodeError, ArenaNodeSettings,  # noqa: F401 (older imports)
                                                     PARAMS, parse_waypoint, settings_from_values)
 from toio_navigator.settings.spec import SettingError
-from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualCamera
+from toio_navigator.sim.ir_sensors import VirtualCamera
 from toio_navigator.srv import SetGoal, SetWaypoint
 
 LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
@@ -74,34 +73,6 @@ TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-deg
 STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)
 
 # ------------------------------------------------------------------------------------------------ messages
-
-def occupancy_grid(explored, obstacle, mapping: ArenaMatMapping, stamp) -> OccupancyGrid:
-    """The belief as an OccupancyGrid in frame ``mat`` (REP 103): cell (0, 0) = the arena's bottom-left corner.
-
-    Arena y grows upward and ROS y does too, so row y of the grid is arena row y (no flip); -1 / 0 / 100."""
-    rows, cols = explored.shape
-    msg = OccupancyGrid()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    msg.info.map_load_time = stamp
-    msg.info.resolution = float(mapping.cell_size * units.METRES_PER_UNIT)
-    msg.info.width, msg.info.height = cols, rows
-    x0, y0 = units.mat_to_ros_xy(mapping.origin_x, mapping.origin_y + rows * mapping.cell_size)
-    msg.info.origin.position.x, msg.info.origin.position.y = float(x0), float(y0)
-    msg.info.origin.orientation.w = 1.0
-    values = np.where(explored, np.where(obstacle, 100, 0), -1).astype(np.int8)   # row-major from (0, 0)
-    msg.data = values.ravel().tolist()
-    return msg
-
-
-def route_path(poses, mapping: ArenaMatMapping, stamp) -> Path:
-    """Robot centre poses (cells) as a nav_msgs/Path in frame ``mat`` (metres, counter-clockwise yaw)."""
-    msg = Path()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    for pose in poses:
-        mx, my, theta = mapping.pose_to_mat(pose)
-        msg.poses.append(conversions.pose_stamped(mx, my, theta, stamp))
-    return msg
-
 
 STATUS = {'IDLE': ArenaState.IDLE, 'EXPLORING': ArenaState.EXPLORING, 'RETURNING': ArenaState.RETURNING,
           'IMAGE_HUNT': ArenaState.IMAGE_HUNT, 'FASTEST_PATH': ArenaState.FASTEST_PATH, 'DONE': ArenaState.DONE,
@@ -610,14 +581,14 @@ class ArenaExplorerNode(Node):
         stamp = self.get_clock().now().to_msg()
         if grid:
             b = self.explorer.belief
-            self.map_pub.publish(occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
+            self.map_pub.publish(conversions.occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
         if state:
             status = self.explorer.status if self.mode == 'EXPLORING' else self.mode
             moves = self.explorer.moves if self.mode != 'FASTEST_PATH' else self.route_moves
             self.state_pub.publish(arena_state(self.explorer, self.pose, status, self.text, moves, stamp))
 
     def _publish_path(self, route: Route) -> None:
-        self.path_pub.publish(route_path(route.poses if route.found else [], self.settings.mapping,
+        self.path_pub.publish(conversions.route_path(route.poses if route.found else [], self.settings.mapping,
                                          self.get_clock().now().to_msg()))
 
 

@@ -29,7 +29,7 @@ from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
-from toio_navigator.cube import ble_transport
+from toio_navigator.cube import ble_transport, firmware
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.coalesced_writer import CoalescedWriter
 from toio_navigator.cube.transport import LinkState, Transport, TransportError
@@ -53,7 +53,7 @@ _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNE
                 LinkState.CONNECTED: LinkStatus.CONNECTED, LinkState.RECONNECTING: LinkStatus.RECONNECTING,
                 LinkState.FAILED: LinkStatus.FAILED}
 
-ASSUMED_VERSION = '2.0.0'   # what a cube that never answers the version request is taken to be (fact sheet §14)
+ASSUMED_VERSION = firmware.ASSUMED_VERSION
 
 
 # ------------------------------------------------------------------------------------------------ asyncio loop
@@ -253,25 +253,24 @@ class CubeDriverNode(Node):
         cfg, have = self.config, p.parse_version(version)
         out = [p.encode_horizontal_threshold(cfg.horizontal_threshold_deg),
                p.encode_collision_threshold(cfg.collision_threshold)]
-        if self.supports('double tap', (2, 1, 0)):
+        if self.supports(firmware.DOUBLE_TAP):
             out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (cfg.double_tap_interval,)).encode())
-        if self.supports('position-ID notification settings', (2, 2, 0)):
+        if self.supports(firmware.ID_NOTIFICATION_SETTINGS):
             out += [p.encode_id_notification(cfg.id_notify_interval_10ms, cfg.id_notify_condition),
                     p.encode_id_missed_sensitivity(cfg.id_missed_10ms)]
-        if cfg.wheel_speed_notify and self.supports('wheel-speed notifications', (2, 2, 0)):
+        if cfg.wheel_speed_notify and self.supports(firmware.WHEEL_SPEED):
             out.append(p.encode_motor_speed_notification(True))
         out += self.features.settings(have)
         return out
 
-    def supports(self, feature: str, needed: tuple[int, int, int]) -> bool:
+    def supports(self, feature: firmware.Feature) -> bool:
         """True if the cube's firmware has ``feature``; otherwise say so once (warning) and return False."""
-        have = p.parse_version(self.firmware or ASSUMED_VERSION)
-        if have >= needed:
+        if feature.available(p.parse_version(self.firmware or ASSUMED_VERSION)):
             return True
-        if feature not in self.unsupported:
-            why = f'needs firmware >= {".".join(map(str, needed))}, cube has {self.firmware or "unknown"}'
-            self.unsupported[feature] = why
-            self.get_logger().warning(f'{self.cube}: {feature} disabled: {why}')
+        if feature.name not in self.unsupported:
+            why = f'needs firmware >= {feature.since_text}, cube has {self.firmware or "unknown"}'
+            self.unsupported[feature.name] = why
+            self.get_logger().warning(f'{self.cube}: {feature.name} disabled: {why}')
         return False
 
     def link_diagnostics(self) -> dict[str, str]:

@@ -27,6 +27,7 @@ from sensor_msgs.msg import BatteryState, Imu
 from std_msgs.msg import Bool, ColorRGBA, UInt8
 from std_srvs.srv import Trigger
 
+from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.coalesced_writer import CoalescedWriter
 from toio_navigator.cube.transport import Transport, TransportError
@@ -50,7 +51,7 @@ class DriverHost(Protocol):
     motor: CoalescedWriter                  # the motor characteristic's writer (move_to_pose shares it)
     transport: Transport | None
 
-    def supports(self, feature: str, needed: tuple[int, int, int]) -> bool: ...
+    def supports(self, feature: firmware.Feature) -> bool: ...
 
     def send_wheels(self, left: int, right: int, duration_ms: int) -> None: ...
 
@@ -128,15 +129,15 @@ class DriverFeatures:
     # ------------------------------------------------------------------------------------ firmware gating
     def settings(self, have: tuple[int, int, int]) -> list[bytes]:
         cfg, node, out = self.host.config, self.host, []
-        if cfg.imu == 'quaternion' and node.supports('IMU quaternion', (2, 4, 0)):
+        if cfg.imu == 'quaternion' and node.supports(firmware.POSTURE_QUATERNION):
             out.append(p.encode_posture_notification(2, cfg.imu_interval_10ms, 0))
-        elif cfg.imu != 'off' and node.supports('IMU posture angles', (2, 3, 0)):
+        elif cfg.imu != 'off' and node.supports(firmware.POSTURE_EULER):
             out.append(p.encode_posture_notification(1, cfg.imu_interval_10ms, 0))
-        if cfg.magnet == 'force' and node.supports('magnetic force', (2, 3, 0)):
+        if cfg.magnet == 'force' and node.supports(firmware.MAGNET_FORCE):
             out.append(p.encode_magnetic_sensor(2, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and have >= (2, 3, 0):
+        elif cfg.magnet == 'state' and firmware.MAGNET_FORCE.available(have):    # the newer form of 0x1B
             out.append(p.encode_magnetic_sensor(1, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and node.supports('magnetic sensor', (2, 2, 0)):
+        elif cfg.magnet == 'state' and node.supports(firmware.MAGNET_STATE):
             out.append(p.ConfigWrite(p.ConfigCommand.MAGNETIC_SENSOR, (1,)).encode())
         return out
 
@@ -196,8 +197,7 @@ class DriverFeatures:
 
     def _on_magnet(self, note: p.MagneticSensor) -> None:
         m = MagnetState(state=note.state, strength=note.strength or 0)
-        # the cube's body frame is x forward, y right, z down; REP 103 flips y and z
-        m.x, m.y, m.z = (note.x or 0), -(note.y or 0), -(note.z or 0)
+        m.x, m.y, m.z = conversions.body_vector_from_cube(note.x or 0, note.y or 0, note.z or 0)
         m.header.stamp = self.node.get_clock().now().to_msg()
         m.header.frame_id = self._frame
         self._pub_magnet.publish(m)
@@ -241,8 +241,8 @@ class DriverFeatures:
         if cmd.mode == LightCommand.SEQUENCE:
             steps = tuple((conversions.duration_10ms(d), *c) for d, c in zip(durations, colours))
             return p.LightSequence(steps, cmd.repeat).encode()
-        if not self.host.supports('smooth blink', (2, 5, 0)):
-            raise ValueError(f'smooth blink {self.host.unsupported["smooth blink"]}')
+        if not self.host.supports(firmware.SMOOTH_BLINK):
+            raise ValueError(f'smooth blink {self.host.unsupported[firmware.SMOOTH_BLINK.name]}')
         return p.LightSmoothBlink(*colours[0], period_10ms=conversions.duration_10ms(durations[0], 100, 2550),
                                   count=cmd.repeat).encode()
 
@@ -274,7 +274,8 @@ class DriverFeatures:
             return p.encode_sound_stop()
         if len(notes) != len(durations):
             raise ValueError(f'{len(notes)} notes but {len(durations)} durations')
-        limit = 58 if self.host.firmware == '2.0.0' else 59
+        version = self.host.firmware
+        limit = 58 if version and not firmware.LONG_MELODY.available(p.parse_version(version)) else 59
         if len(notes) > limit:
             raise ValueError(f'at most {limit} notes on firmware {self.host.firmware or "unknown"}, got {len(notes)}')
         return p.SoundMidi(tuple((conversions.duration_10ms(d), n, melody.volume) for n, d in zip(notes, durations)),
@@ -314,9 +315,9 @@ class DriverFeatures:
 
     def _on_move_to_pose(self, goal: MoveToPose) -> None:
         node = self.host
-        if not node.supports('move_to_pose (target control 0x03)', (2, 1, 0)):
+        if not node.supports(firmware.MOTOR_TARGET):
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED,
-                                     node.unsupported['move_to_pose (target control 0x03)'])
+                                     node.unsupported[firmware.MOTOR_TARGET.name])
         if node.transport is None or not node.transport.is_connected:
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, 'no link to the cube')
         self._control_id = self._control_id % 255 + 1      # rolling 1..255, so results are never confused

@@ -7,9 +7,8 @@ import math
 
 from visualization_msgs.msg import Marker, MarkerArray
 
-from toio_navigator.navigation.controller import BODY_RADIUS
 from toio_navigator.nodes import conversions
-from toio_navigator.units import FRAME_ID, METRES_PER_UNIT
+from toio_navigator.units import BODY_RADIUS, FRAME_ID
 
 RED, ORANGE, GREEN, BLUE = (0.9, 0.1, 0.1, 1.0), (1.0, 0.5, 0.0, 1.0), (0.1, 0.8, 0.2, 1.0), (0.2, 0.4, 1.0, 1.0)
 
@@ -28,8 +27,8 @@ def navigator_markers(c, stamp) -> MarkerArray:
     point = conversions.point
     arr = MarkerArray()
     live = c.live()
-    body = 2 * BODY_RADIUS * METRES_PER_UNIT
-    margin = 2 * c.params.avoid.margin * METRES_PER_UNIT
+    body = conversions.metres(2 * BODY_RADIUS)
+    margin = conversions.metres(2 * c.params.avoid.margin)
     for i, cube in enumerate(c.settings.cubes):
         x, y, th = c.frozen[i] if c.frozen_valid[i] else c.pose[i]   # a silent cube: where we expect it
         if not math.isfinite(x):

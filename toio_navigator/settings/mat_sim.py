@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toio_navigator.cube import firmware
 from toio_navigator.settings.arena import SENSOR_PARAMS
 from toio_navigator.settings.spec import FLOATS, STRINGS, Param, ParamSet, SettingError
 from toio_navigator.sim.mats import MATS
@@ -13,8 +14,6 @@ from toio_navigator.sim.world import WorldParams, grid_poses
 
 #: mat_sim's name for a bad parameter (older imports)
 MatSimError = SettingError
-
-FIRMWARE_VERSIONS = ('2.0.0', '2.1.0', '2.2.0', '2.3.0', '2.4.0', '2.5.0')
 
 PARAMS = ParamSet(
     Param('cubes', None, 'cube names (namespaces), e.g. [cube1, cube2]; required', kind=STRINGS),
@@ -26,7 +25,7 @@ PARAMS = ParamSet(
     Param('real_time_factor', 1.0, 'simulated seconds per wall-clock second', low=0.0, low_open=True, high=100.0,
           runtime=True),
     Param('firmware_version', '2.4.0', 'BLE protocol version the virtual cubes report and implement',
-          choices=FIRMWARE_VERSIONS),
+          choices=firmware.VERSIONS),
     Param('command_delay_s', WorldParams.command_delay, 'write -> effect latency of motor commands, s', low=0.0,
           high=10.0, runtime=True),
     Param('min_command_interval_s', WorldParams.min_command_interval, 'the cube ignores a motor write arriving '
