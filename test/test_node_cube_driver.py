@@ -171,7 +171,7 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     from nav_msgs.msg import Odometry
     probe.create_subscription(Odometry, '/cube1/odom', odoms.append, 10)
     assert spin_until(ex, lambda: driver.firmware == '2.4.0')
-    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))    # fact-sheet vector: (709, 383) 306 deg
+    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))    # the protocol's example: (709, 383) 306 deg
     assert spin_until(ex, lambda: poses and odoms and any(s.on_mat for s in states))
     s = [s for s in states if s.on_mat][-1]
     assert (s.cube, s.x, s.y, s.link_state, s.firmware_version) == ('cube1', 709.0, 383.0, 2, '2.4.0')

@@ -216,7 +216,7 @@ class CubeDriverNode(Node):
         t = self.transport
         try:
             version = await self._query_version()
-            for data in self._settings(version):
+            for data in self.config.configuration_writes(p.parse_version(version), self.supports):
                 await t.write(p.Characteristic.CONFIGURATION, data)
             for char in (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUTTON_INFORMATION,
                          p.Characteristic.SENSOR_INFORMATION):
@@ -247,21 +247,6 @@ class CubeDriverNode(Node):
         self.get_logger().warning(f'{self.cube}: no answer to the protocol-version request; assuming {ASSUMED_VERSION}')
         self.firmware = ASSUMED_VERSION
         return ASSUMED_VERSION
-
-    def _settings(self, version: str) -> list[bytes]:
-        """The configuration writes for this firmware; features it lacks are reported once."""
-        cfg, have = self.config, p.parse_version(version)
-        out = [p.encode_horizontal_threshold(cfg.horizontal_threshold_deg),
-               p.encode_collision_threshold(cfg.collision_threshold)]
-        if self.supports(firmware.DOUBLE_TAP):
-            out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (cfg.double_tap_interval,)).encode())
-        if self.supports(firmware.ID_NOTIFICATION_SETTINGS):
-            out += [p.encode_id_notification(cfg.id_notify_interval_10ms, cfg.id_notify_condition),
-                    p.encode_id_missed_sensitivity(cfg.id_missed_10ms)]
-        if cfg.wheel_speed_notify and self.supports(firmware.WHEEL_SPEED):
-            out.append(p.encode_motor_speed_notification(True))
-        out += self.features.settings(have)
-        return out
 
     def supports(self, feature: firmware.Feature) -> bool:
         """True if the cube's firmware has ``feature``; otherwise say so once (warning) and return False."""

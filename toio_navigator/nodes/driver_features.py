@@ -126,21 +126,6 @@ class DriverFeatures:
                 p.PostureEulerFloat: self._on_posture, p.MagneticSensor: self._on_magnet,
                 p.TargetMoveResult: self._on_target_result}
 
-    # ------------------------------------------------------------------------------------ firmware gating
-    def settings(self, have: tuple[int, int, int]) -> list[bytes]:
-        cfg, node, out = self.host.config, self.host, []
-        if cfg.imu == 'quaternion' and node.supports(firmware.POSTURE_QUATERNION):
-            out.append(p.encode_posture_notification(2, cfg.imu_interval_10ms, 0))
-        elif cfg.imu != 'off' and node.supports(firmware.POSTURE_EULER):
-            out.append(p.encode_posture_notification(1, cfg.imu_interval_10ms, 0))
-        if cfg.magnet == 'force' and node.supports(firmware.MAGNET_FORCE):
-            out.append(p.encode_magnetic_sensor(2, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and firmware.MAGNET_FORCE.available(have):    # the newer form of 0x1B
-            out.append(p.encode_magnetic_sensor(1, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and node.supports(firmware.MAGNET_STATE):
-            out.append(p.ConfigWrite(p.ConfigCommand.MAGNETIC_SENSOR, (1,)).encode())
-        return out
-
     # ------------------------------------------------------------------------------------ hooks from the node
     def on_mat_changed(self, on_mat: bool) -> None:
         if self._missed is not (not on_mat):

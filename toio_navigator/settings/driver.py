@@ -5,7 +5,10 @@ parameter and what is wrong with it), used at start-up and on every run-time cha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
+from toio_navigator.cube import firmware
+from toio_navigator.cube import protocol as p
 from toio_navigator.cube.protocol import ID_ALWAYS, ID_BALANCED, ID_ON_CHANGE
 from toio_navigator.cube.transport import BackoffPolicy
 from toio_navigator.settings.spec import Param, ParamSet, SettingError, name_problem
@@ -116,6 +119,31 @@ class DriverConfig:
     @property
     def base_frame(self) -> str:
         return f'{self.cube}/base_link'
+
+    def configuration_writes(self, version: firmware.Version,
+                             supports: Callable[[firmware.Feature], bool]) -> list[bytes]:
+        """The configuration writes that set up a cube of protocol ``version`` for these settings, oldest
+        features first; ``supports(feature)`` tells whether the cube has a feature (and reports one it lacks)."""
+        out = [p.encode_horizontal_threshold(self.horizontal_threshold_deg),
+               p.encode_collision_threshold(self.collision_threshold)]
+        if supports(firmware.DOUBLE_TAP):
+            out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (self.double_tap_interval,)).encode())
+        if supports(firmware.ID_NOTIFICATION_SETTINGS):
+            out += [p.encode_id_notification(self.id_notify_interval_10ms, self.id_notify_condition),
+                    p.encode_id_missed_sensitivity(self.id_missed_10ms)]
+        if self.wheel_speed_notify and supports(firmware.WHEEL_SPEED):
+            out.append(p.encode_motor_speed_notification(True))
+        if self.imu == 'quaternion' and supports(firmware.POSTURE_QUATERNION):
+            out.append(p.encode_posture_notification(2, self.imu_interval_10ms, 0))
+        elif self.imu != 'off' and supports(firmware.POSTURE_EULER):
+            out.append(p.encode_posture_notification(1, self.imu_interval_10ms, 0))
+        if self.magnet == 'force' and supports(firmware.MAGNET_FORCE):
+            out.append(p.encode_magnetic_sensor(2, self.magnet_interval_20ms, 1))
+        elif self.magnet == 'state' and firmware.MAGNET_FORCE.available(version):    # the newer form of 0x1B
+            out.append(p.encode_magnetic_sensor(1, self.magnet_interval_20ms, 1))
+        elif self.magnet == 'state' and supports(firmware.MAGNET_STATE):
+            out.append(p.ConfigWrite(p.ConfigCommand.MAGNETIC_SENSOR, (1,)).encode())
+        return out
 
     @classmethod
     def from_values(cls, values: dict[str, object], namespace: str = '/') -> 'DriverConfig':
