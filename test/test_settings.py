@@ -10,10 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toio_navigator.cube import firmware
+from toio_navigator.cube import protocol as p
 from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir
 from toio_navigator.settings.navigator import reference_parameters
 from toio_navigator.settings.spec import (BOOL, FLOAT, FLOATS, INT, INTS, NAME, STR, STRINGS, Param, ParamSet,
                                           SettingError, name_problem)
+from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCubes
+from toio_navigator.sim.world import World
 
 EXAMPLES = settings(max_examples=150, deadline=None, derandomize=True)
 
@@ -201,3 +205,40 @@ def test_run_time_changes_use_the_start_up_rules_and_refuse_read_only_ones():
         driver.PARAMS.merge(values, {'transport': 'ble'})
     with pytest.raises(SettingError, match='parameter dead_zone: must be <= max_motor'):
         driver.DriverConfig.from_values(driver.PARAMS.merge(values, {'max_motor': 5}), '/cube1')
+
+
+# ----------------------------------------------------------------------------------------------- firmware
+
+def configured(version: str, writes_for: str) -> tuple[int, set[str]]:
+    """(writes a virtual cube of ``version`` dropped, features the driver left out) when the driver configures it
+    as it would a cube of ``writes_for`` (all notifications on)."""
+    cube = VirtualCubes(World([[200.0, 200.0, 0.0]]), FirmwareParams(version=version))[0]
+    cube.connect()
+    have, left_out = p.parse_version(writes_for), set()
+
+    def supports(feature: firmware.Feature) -> bool:
+        if not feature.available(have):
+            left_out.add(feature.name)
+        return feature.available(have)
+    config = driver.DriverConfig.from_values({'imu': 'quaternion', 'magnet': 'force'}, '/cube1')
+    for data in config.configuration_writes(have, supports):
+        cube.write(p.Characteristic.CONFIGURATION, data)
+    return cube.dropped_writes, left_out
+
+
+@pytest.mark.parametrize('version', firmware.VERSIONS)
+def test_driver_and_simulator_read_one_firmware_table(version):
+    """A virtual cube of each version accepts every configuration write the driver makes for that version, and
+    drops exactly the writes the driver would make for the newest cube that this version lacks."""
+    dropped, left_out = configured(version, version)
+    assert dropped == 0
+    have = p.parse_version(version)
+    asked = [firmware.DOUBLE_TAP, firmware.ID_NOTIFICATION_SETTINGS, firmware.WHEEL_SPEED, firmware.POSTURE_QUATERNION,
+             firmware.MAGNET_FORCE] + ([] if firmware.POSTURE_QUATERNION.available(have) else [firmware.POSTURE_EULER])
+    assert left_out == {f.name for f in asked if not f.available(have)}
+    newest = firmware.VERSIONS[-1]
+    dropped, _ = configured(version, newest)
+    # the newest cube's writes: 0x17 double tap, 0x18 + 0x19 ID settings, 0x1C wheel speed, 0x1D posture, 0x1B magnet
+    needs = [firmware.DOUBLE_TAP, firmware.ID_NOTIFICATION_SETTINGS, firmware.ID_NOTIFICATION_SETTINGS,
+             firmware.WHEEL_SPEED, firmware.POSTURE_QUATERNION, firmware.MAGNET_FORCE]
+    assert dropped == sum(not f.available(have) for f in needs)

@@ -92,6 +92,7 @@ class CubeDriverNode(Node):
         self.loop = shared_loop()
         self._closing = False
         self._link = LinkState.DISCONNECTED
+        self._version_known = False   # the cube's firmware version is known since the link last came up
         self._link_detail = ''
         self.firmware = ''
         self._version_event: asyncio.Event | None = None
@@ -193,13 +194,31 @@ class CubeDriverNode(Node):
         of the transport (a traceback on the way out)."""
         return not self._closing and self.context.ok()
 
+    def _reported_link(self) -> LinkState:
+        """The link as the topics report it: CONNECTED only once the cube's firmware version is known, so a
+        command that needs a firmware feature is never judged (and refused) before that."""
+        if self._link is LinkState.CONNECTED and not self._version_known:
+            return LinkState.CONNECTING
+        return self._link
+
+    def _firmware_known(self, version: str) -> None:
+        """The version answer (or the assumed version): from now on the link counts as connected."""
+        with self.lock:
+            self.firmware = version
+            self._state.firmware_version = version
+            self._version_known = self._link is LinkState.CONNECTED
+            self._state.link_state = _CUBE_LINK[self._reported_link()]
+        if self._live():
+            self._publish_link_status()
+
     def _on_link_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
         self._link = state
+        self._version_known = False
         if not self._live():
             return
         with self.lock:
-            self._state.link_state = _CUBE_LINK[state]
+            self._state.link_state = _CUBE_LINK[self._reported_link()]
         if state is LinkState.CONNECTED:
             self._link_detail = 'connected'
             self.loop.create_task(self._after_connect())
@@ -245,7 +264,7 @@ class CubeDriverNode(Node):
             except asyncio.TimeoutError:
                 continue
         self.get_logger().warning(f'{self.cube}: no answer to the protocol-version request; assuming {ASSUMED_VERSION}')
-        self.firmware = ASSUMED_VERSION
+        self._firmware_known(ASSUMED_VERSION)
         return ASSUMED_VERSION
 
     def supports(self, feature: firmware.Feature) -> bool:
@@ -265,7 +284,7 @@ class CubeDriverNode(Node):
         span = max(now - then, 1e-6)
         self._rates_at = (now, self.position_notifications, self.notifications)
         return {
-            'link_state': self._link.value, 'link_detail': self._link_detail, 'transport': self.config.transport,
+            'link_state': self._reported_link().value, 'link_detail': self._link_detail, 'transport': self.config.transport,
             'rssi_dbm': '' if self.rssi is None else str(self.rssi), 'firmware_version': self.firmware,
             'reconnects': str(getattr(self.transport, 'reconnect_count', 0)),
             'position_rate_hz': f'{(self.position_notifications - positions) / span:.1f}',
@@ -276,7 +295,7 @@ class CubeDriverNode(Node):
         }
 
     def _publish_link_status(self, state: int | None = None) -> None:
-        msg = LinkStatus(cube=self.cube, state=_STATUS_LINK[self._link] if state is None else state,
+        msg = LinkStatus(cube=self.cube, state=_STATUS_LINK[self._reported_link()] if state is None else state,
                          reconnects=getattr(self.transport, 'reconnect_count', 0), firmware_version=self.firmware,
                          detail=self._link_detail)
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -410,8 +429,7 @@ class CubeDriverNode(Node):
         self.features.on_battery(note.percent)
 
     def _on_version(self, note: p.ProtocolVersion) -> None:
-        self.firmware = note.version
-        self._state.firmware_version = note.version
+        self._firmware_known(note.version)
         if self._version_event is not None:
             self.loop.call_soon_threadsafe(self._version_event.set)
 
