@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,23 @@ def test_navigator_executable_exits_2_naming_the_parameter_and_its_rule(override
                           env=child_env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert f'navigator: {message}' in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def test_virtual_ir_applies_stale_s_and_keeps_the_rest_read_only(ros):
+    from toio_navigator.nodes.virtual_ir import VirtualIrNode
+
+    layout = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
+    node = VirtualIrNode(context=ros, parameter_overrides=[Parameter('cubes', value=['cube1']),
+                                                           Parameter('arena_layout', value=str(layout))])
+    try:
+        assert node.set_parameters([Parameter('stale_s', value=2.0)])[0].successful
+        assert node.stale_s == 2.0                                   # what the next readings are judged by
+        refused = node.set_parameters([Parameter('stale_s', value=-1.0)])[0]       # outside its declared range
+        assert not refused.successful and 'stale_s' in refused.reason
+        refused = node.set_parameters([Parameter('stale_s', value=0.0)])[0]        # in range, but must be > 0
+        assert not refused.successful and refused.reason.startswith('parameter stale_s: must be a finite number > 0')
+        refused = node.set_parameters([Parameter('ir_rate_hz', value=5.0)])[0]
+        assert not refused.successful and 'read-only parameter: ir_rate_hz' in refused.reason
+        assert node.stale_s == 2.0 and node.arena.rate_hz == 10.0
+    finally:
+        node.destroy_node()
