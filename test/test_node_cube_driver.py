@@ -18,10 +18,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 
 from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import firmware  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes import conversions  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
-from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from conftest import spin_until  # noqa: E402
 
@@ -169,7 +170,11 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     probe.create_subscription(PoseStamped, '/cube1/pose', poses.append, 10)
     from nav_msgs.msg import Odometry
     probe.create_subscription(Odometry, '/cube1/odom', odoms.append, 10)
-    assert spin_until(ex, lambda: driver.firmware == '2.4.0')
+    motion = []
+    probe.create_subscription(msg.MotionState, '/cube1/motion', motion.append, 10)
+    # the driver's connection sequence ends with reading the motion sensor: after that nothing but the cube's
+    # notifications makes it publish a state
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0' and motion)
     cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))  # docs/ble_protocol.md §4 example: (709, 383) 306 deg
     assert spin_until(ex, lambda: poses and odoms and any(s.on_mat for s in states))
     s = [s for s in states if s.on_mat][-1]
@@ -225,6 +230,22 @@ def test_a_cube_that_never_answers_the_version_is_driven_as_2_0_0(rig):
     assert not any(w[0] in (0x18, 0x1c, 0x1d) for w in cube.written(CONFIG))   # nothing 2.0.0 would not understand
 
 
+def test_the_link_is_reported_connected_only_once_the_cube_is_configured(rig):
+    """Until the cube's version is known (here: never answered, so assumed after the timeouts) the driver cannot
+    tell what the cube can do: the link reads CONNECTING, and the first CONNECTED already names the firmware."""
+    cube, driver, probe, ex = rig(version='', version_timeout_s=0.2)
+    links, states = [], []
+    probe.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append,
+                              QoSProfile(depth=20, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 20)
+    assert spin_until(ex, lambda: any(m.state == msg.LinkStatus.CONNECTED for m in links))
+    assert b'\x01\x00' in cube.written(CONFIG)                     # the link was up: the version was asked
+    first = next(m for m in links if m.state == msg.LinkStatus.CONNECTED)
+    assert first.firmware_version == '2.0.0'
+    assert spin_until(ex, lambda: any(s.link_state == msg.CubeState.LINK_CONNECTED for s in states))
+    assert next(s for s in states if s.link_state == msg.CubeState.LINK_CONNECTED).firmware_version == '2.0.0'
+
+
 def test_link_state_is_latched_and_follows_the_peer(rig, ros):
     cube, driver, probe, ex = rig()
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -263,7 +284,7 @@ def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
     assert spin_until(ex, lambda: b'\x02\x01\x01\x1e\x02\x01\x1e\x0a' in cube.written(MOTOR))
     assert not any(w[0] == 0x03 for w in cube.written(MOTOR))          # no target move was sent to an old cube
     unsupported = dict(driver.unsupported)
-    driver.supports('IMU posture angles', (2, 3, 0))                   # asked again: still reported only once
+    driver.supports(firmware.POSTURE_EULER)                            # asked again: still reported only once
     assert driver.unsupported == unsupported
 
 
@@ -336,7 +357,7 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         assert spin_until(ex, lambda: driver.transport.reconnect_count == 1 and cubes[0].connected)
         assert spin_until(ex, lambda: cubes.id_condition[0] == p.ID_ALWAYS)   # settings re-sent after reconnect
         driver.features.publish_diagnostics()
-        assert driver.features.rssi == -61
+        assert driver.rssi == -61
     finally:
         driver.destroy_node()
         probe.destroy_node()
