@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import time
@@ -100,7 +99,6 @@ def run(args: argparse.Namespace) -> int:
     except (BagError, OSError) as exc:
         print(f'toio-nav record: {exc}', file=sys.stderr)
         return 2
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
