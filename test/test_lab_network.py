@@ -219,7 +219,7 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     send(inwards(homes), 10)
     laptop.ask('wait_moving', distance=15.0, timeout=20.0)
     run.t_kill = lab.kill_host('b')
-    laptop.need('wait_still', seconds=0.3, timeout=10.0)     # no process starts while they stop
+    laptop.ask('wait_still', seconds=0.3, timeout=10.0)      # no process starts while they stop
     run.truth_kill = laptop.need('truth', t0=run.t_kill - 1.0, t1=time.time())['samples']
 
     # 2. a navigator again on b and the recorder on c; the new navigator knows every cube but holds no goal, so
