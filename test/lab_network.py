@@ -184,6 +184,12 @@ class LabNetwork:
                 print(f'lab: process {proc.pid} did not stop', file=sys.stderr)
         self.processes.clear()
 
+    def reset(self) -> None:
+        """Back to a fresh lab: no process running, every cable plugged in."""
+        self.stop_processes()
+        for host in self.hosts:
+            self.set_link(host, up=True)
+
     def destroy(self, grace_s: float = 5.0) -> None:
         """Stop every process in the lab, then delete its namespaces (with them the veths and the bridge)."""
         try:

@@ -15,7 +15,7 @@ moments it pulled a cable or killed a host. Requests (``op``):
   goals        call navigator/set_goal for each of ``goals`` [[cube, goal_id, x, y], ...], ``stagger`` s apart
   status       navigator/goal_status of every cube
   wait_reached wait until each cube's NavResult shows its goal id of ``goal_ids`` reached (or ``timeout``)
-  wait_moving  wait until every cube is ``distance`` mat units (ground truth) away from where it was
+  wait_moving  wait until ``count`` cubes are ``distance`` mat units (ground truth) away from where they were
   wait_still   wait until no cube has moved over the last ``seconds``
   truth        ground-truth samples [stamp, arrival, [[x, y, theta] per cube]] with stamps in [t0, t1]
   states       per cube, the arrival times of its CubeStates in [t0, t1]
@@ -38,6 +38,7 @@ from geometry_msgs.msg import PoseArray
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import deserialize_message
 
 from toio_navigator.msg import ContactEvent, CubeState, NavGoal, NavResult
 from toio_navigator.srv import GoalStatus, SetGoal
@@ -51,9 +52,11 @@ class Probe:
         self.node = Node(name)
         self.cubes = cubes
         self.lock = threading.Lock()
-        self.states: dict[str, CubeState] = {}
+        # states and results are kept as received (raw) and decoded only when asked: 50 Hz x 8 cubes of decoding
+        # would take CPU from the lab's hosts, which share this machine
+        self.states: dict[str, bytes] = {}
         self.state_times: dict[str, list[float]] = {c: [] for c in cubes}
-        self.results: dict[str, NavResult] = {}
+        self.results: dict[str, bytes] = {}
         self.truth: list = []
         self.contacts: list = []
         n = self.node
@@ -62,9 +65,9 @@ class Probe:
             n.create_subscription(ContactEvent, 'mat_sim/contacts', self._on_contact, CONTACTS_DEPTH)
             for c in cubes:
                 n.create_subscription(CubeState, f'{c}/state', lambda m, c=c: self._on_state(c, m),
-                                      qos_profile_sensor_data)
+                                      qos_profile_sensor_data, raw=True)
                 n.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: self.results.__setitem__(c, m),
-                                      10)
+                                      10, raw=True)
         self.set_goal = n.create_client(SetGoal, 'navigator/set_goal')
         self.goal_status = n.create_client(GoalStatus, 'navigator/goal_status')
         self.publishers = {}
@@ -83,22 +86,27 @@ class Probe:
         with self.lock:
             self.truth.append([stamp, now, poses])
 
-    def _on_state(self, cube: str, msg: CubeState) -> None:
+    def _on_state(self, cube: str, raw: bytes) -> None:
         with self.lock:
-            self.states[cube] = msg
+            self.states[cube] = raw
             self.state_times[cube].append(time.time())
+
+    def state(self, cube: str) -> CubeState | None:
+        with self.lock:
+            raw = self.states.get(cube)
+        return None if raw is None else deserialize_message(raw, CubeState)
 
     def _on_contact(self, msg: ContactEvent) -> None:
         with self.lock:
             self.contacts.append([msg.cube_a, msg.cube_b, float(msg.sim_time), int(msg.count)])
 
     # ---- requests (main thread)
-    def wait(self, condition, timeout: float) -> bool:
+    def wait(self, condition, timeout: float, period: float = 0.02) -> bool:
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.02)
+            time.sleep(period)
         return True
 
     def call(self, client, request, timeout: float = 10.0):
@@ -110,9 +118,8 @@ class Probe:
 
     def op_ready(self, timeout: float, navigator: bool = True, recorder: str = '', topics=()) -> dict:
         def connected():
-            with self.lock:
-                return all(c in self.states and self.states[c].on_mat and
-                           self.states[c].link_state == CubeState.LINK_CONNECTED for c in self.cubes)
+            states = [self.state(c) for c in self.cubes]
+            return all(m is not None and m.on_mat and m.link_state == CubeState.LINK_CONNECTED for m in states)
 
         def recording():
             return all(any(i.node_name == recorder for i in self.node.get_subscriptions_info_by_topic(t))
@@ -127,9 +134,7 @@ class Probe:
         for what, check in checks:
             if not self.wait(check, max(0.0, deadline - time.monotonic())):
                 return {'ok': False, 'waiting_for': what}
-        with self.lock:
-            poses = {c: [self.states[c].x, self.states[c].y] for c in self.cubes}
-        return {'ok': True, 'poses': poses}
+        return {'ok': True, 'poses': {c: [self.state(c).x, self.state(c).y] for c in self.cubes}}
 
     def op_goals(self, goals, stagger: float = 0.0) -> dict:
         answers = []
@@ -145,7 +150,7 @@ class Probe:
     def op_status(self) -> dict:
         out = {}
         for c in self.cubes:
-            res = self.call(self.goal_status, GoalStatus.Request(cube=c), timeout=5.0)
+            res = self.call(self.goal_status, GoalStatus.Request(cube=c), timeout=2.0)
             out[c] = None if res is None else {
                 'known': res.known, 'goal_id': res.goal_id, 'active': res.active, 'reached': res.reached,
                 'stale': res.stale, 'on_mat': res.on_mat, 'status': res.status,
@@ -155,10 +160,10 @@ class Probe:
     def op_wait_reached(self, goal_ids: dict, timeout: float) -> dict:
         def done():
             return all(self._reached(c, g) for c, g in goal_ids.items())
-        ok = self.wait(done, timeout)
+        ok = self.wait(done, timeout, period=0.1)
         return {'ok': ok, 'reached': [c for c, g in goal_ids.items() if self._reached(c, g)], 'time': time.time()}
 
-    def op_wait_moving(self, distance: float, timeout: float) -> dict:
+    def op_wait_moving(self, distance: float, count: int, timeout: float) -> dict:
         def latest():
             with self.lock:
                 return self.truth[-1][2] if self.truth else None
@@ -168,7 +173,7 @@ class Probe:
 
         def moved():
             now = latest()
-            return all(math.hypot(a[0] - b[0], a[1] - b[1]) >= distance for a, b in zip(now, start))
+            return sum(math.hypot(a[0] - b[0], a[1] - b[1]) >= distance for a, b in zip(now, start)) >= count
         return {'ok': self.wait(moved, timeout), 'time': time.time()}
 
     def op_wait_still(self, seconds: float, timeout: float) -> dict:
@@ -183,7 +188,8 @@ class Probe:
         return {'ok': self.wait(still, timeout), 'time': time.time()}
 
     def _reached(self, cube: str, goal_id: int) -> bool:
-        r = self.results.get(cube)
+        raw = self.results.get(cube)
+        r = None if raw is None else deserialize_message(raw, NavResult)
         return r is not None and r.goal_id == goal_id and r.reached
 
     def op_truth(self, t0: float, t1: float) -> dict:
