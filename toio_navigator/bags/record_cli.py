@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import signal
 import sys
 import time
@@ -141,7 +140,6 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     recorder = grabber = None
     context = node = executor = None
     try:
-        os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
         import rclpy
         from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
         from rclpy.node import Node
