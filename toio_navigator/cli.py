@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
+    'fake-bluez': ('toio_navigator.sim.bluez.cli',
+                   'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
 }
 
 
