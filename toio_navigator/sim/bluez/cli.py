@@ -115,7 +115,12 @@ def run(args: argparse.Namespace) -> int:
             print(f'  cube{k + 1}: {link.name:<20} {link.address}  at ({x:.0f}, {y:.0f}), heading '
                   f'{math.degrees(heading):.0f} deg')
         if args.params_out is not None:
-            args.params_out.write_text(driver_parameters(ids))
+            try:
+                args.params_out.parent.mkdir(parents=True, exist_ok=True)
+                args.params_out.write_text(driver_parameters(ids))
+            except OSError as exc:
+                print(f'fake-bluez: cannot write {args.params_out}: {exc}', file=sys.stderr)
+                return 2
             print(f'fake-bluez: driver parameters in {args.params_out}')
         print(f'export DBUS_SYSTEM_BUS_ADDRESS={host.address}', flush=True)
         if command:
