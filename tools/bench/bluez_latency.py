@@ -22,11 +22,12 @@ import argparse
 import bisect
 import math
 import os
-import statistics
 import subprocess
 import sys
 import threading
 import time
+
+from pose_to_motor_latency import report     # the same median / p90 line (tools/bench is on sys.path when run)
 
 ROUND_S = 0.2
 DRIVER = {'id_notify_interval_ms': 200, 'id_notify_condition': 'always', 'min_motor_interval_ms': 0,
@@ -138,13 +139,6 @@ def measure(transport: str, rounds: int) -> list[float]:
             host.stop()
 
 
-def report(label: str, ms: list[float], expected: int) -> float:
-    med = statistics.median(ms) if ms else math.nan
-    p90 = statistics.quantiles(ms, n=10)[-1] if len(ms) >= 10 else math.nan
-    print(f'{label:<22} median {med:6.2f} ms   p90 {p90:6.2f} ms   ({len(ms)}/{expected} rounds)')
-    return med
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rounds', type=int, default=40)
@@ -160,10 +154,11 @@ def main() -> int:
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     sim = measure('sim', args.rounds)
     ble = measure('ble', args.rounds)
-    print(f'position notification -> motor write at the cube, echo in between, {args.rounds} rounds '
+    print(f'position notification -> motor write at the cube, echo in between; sim link: mat_sim over DDS, '
+          f'ble link: bleak + D-Bus + virtual BlueZ; {args.rounds} rounds '
           f'(ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]})')
-    base = report('sim link (DDS)', sim, args.rounds)
-    real = report('ble (bleak + D-Bus)', ble, args.rounds)
+    base = report('sim link', sim, args.rounds)
+    real = report('ble link', ble, args.rounds)
     print(f'ratio ble / sim: {real / base:.2f}')
     return 0
 

@@ -319,7 +319,18 @@ class VirtualBluez:
         if reply not in (RequestNameReply.PRIMARY_OWNER, RequestNameReply.ALREADY_OWNER):
             self.kill(0.0)
             raise RuntimeError(f'{BLUEZ_NAME} is already owned on {bus_address}: another BlueZ runs on that bus')
-        self._radio = asyncio.get_running_loop().create_task(self._advertise())
+        loop = asyncio.get_running_loop()
+        self._radio = loop.create_task(self._advertise())
+        loop.create_task(self._watch_bus(bus))
+
+    async def _watch_bus(self, bus: MessageBus) -> None:
+        """A bus that dies under the service (the daemon was killed) leaves it as dead as a crash would."""
+        try:
+            await bus.wait_for_disconnect()
+        except Exception as exc:
+            _log.debug('the bus of the virtual BlueZ failed: %s', exc)
+        if self.running and self.bus is bus:
+            self.kill()
 
     async def stop(self) -> None:
         """A clean shutdown: every cube is disconnected (its link drops at once), the objects are removed and the
