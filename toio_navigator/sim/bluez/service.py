@@ -210,7 +210,10 @@ class CubeLink:
 
     def _notified(self, gatt: objects.GattCharacteristic, data: bytes) -> None:
         if self.bluez.running and self.connected:
-            gatt.notified(data)
+            try:
+                gatt.notified(data)
+            except Exception as exc:    # runs inside the world's step: a dying bus must not stop the world
+                _log.debug('notification of %s not sent: %s', self.name, exc)
 
     # ------------------------------------------------------------------------------------ export
     def _export_gatt(self) -> None:
@@ -389,12 +392,15 @@ class VirtualBluez:
         count = 0
         while True:
             now = time.monotonic()
-            for link in self.links:
-                if link.advertising and self._sessions and self._wanted(link):
-                    self._announce(link, count)
-                elif link.device is not None and not link.connected \
-                        and now - link.last_seen > self.temporary_timeout_s:
-                    link.remove_device()       # a temporary device BlueZ has not heard from for a while
+            try:
+                for link in self.links:
+                    if link.advertising and self._sessions and self._wanted(link):
+                        self._announce(link, count)
+                    elif link.device is not None and not link.connected \
+                            and now - link.last_seen > self.temporary_timeout_s:
+                        link.remove_device()       # a temporary device BlueZ has not heard from for a while
+            except Exception as exc:           # a dying bus: _watch_bus ends this task
+                _log.debug('advertising round failed: %s', exc)
             count += 1
             await asyncio.sleep(self.advertise_period_s)
 
