@@ -70,7 +70,8 @@ def rig():
 
 
 def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pose(rig):
-    assert rig.probe.spin_until(lambda: rig.connected('cube1') and rig.state['cube1'], 30), \
+    # the first wait includes starting three driver processes and DDS discovery
+    assert rig.probe.spin_until(lambda: rig.connected('cube1') and rig.state['cube1'], 60), \
         f'cube1 never connected: {rig.link["cube1"][-1:]}'
     assert rig.link['cube1'][-1].firmware_version == '2.4.0'
     state = rig.state['cube1'][-1]
@@ -82,7 +83,8 @@ def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pos
 
 
 def test_found_by_address_it_connects_to_that_cube(rig):
-    assert rig.probe.spin_until(lambda: rig.connected('cube2') and rig.state['cube2'], 30)
+    assert rig.probe.spin_until(lambda: rig.connected('cube2') and rig.state['cube2'], 30), \
+        f'cube2 never connected: {rig.link["cube2"][-1:]}'
     state = rig.state['cube2'][-1]
     assert (state.x, state.y) == (pytest.approx(250.0, abs=1.0), pytest.approx(120.0, abs=1.0))
     assert state.theta == pytest.approx(math.pi / 2, abs=0.02)
@@ -114,9 +116,10 @@ def test_motor_light_and_sound_bytes_reach_the_virtual_cube_with_their_write_typ
         lambda: all((data, kind) in [(w.data, w.kind) for w in rig.writes(0, char)]
                     for char, (data, kind) in expected.items()), 10), \
         {char.name: rig.writes(0, char)[-2:] for char in expected}
-    # the cube drove along +x, and its driver's state says so
+    # the cube drove along +x, and once it stops (its commands run out) its driver's state agrees with the truth
     assert rig.probe.spin_until(lambda: rig.state['cube1'][-1].x > x0 + 30, 10)
-    assert rig.host.poses()[0, 0] == pytest.approx(rig.state['cube1'][-1].x, abs=15.0)
+    assert rig.probe.spin_until(lambda: abs(rig.host.poses()[0, 0] - rig.state['cube1'][-1].x) < 2.0, 10), \
+        (rig.host.poses()[0], rig.state['cube1'][-1].x)
 
 
 def test_imu_notifications_and_a_move_to_pose_answered_by_the_firmware(rig):
@@ -143,12 +146,10 @@ def test_a_vanishing_cube_stops_its_driver_reconnects_with_backoff_and_resends_t
     reconnects = rig.link['cube1'][-1].reconnects
 
     rig.host.vanish(0)              # out of range: the link drops and BlueZ forgets the device
-    gone = rig.host.call(lambda: rig.host.world.time)
+    # the cube stopped with its link, with most of its 2.5 s command still to run
+    assert rig.host.call(lambda: not rig.host.world.wheel_command[0].any())
     assert rig.probe.spin_until(lambda: rig.link['cube1'][-1].state == msg.LinkStatus.RECONNECTING, 5)
     assert rig.probe.spin_until(lambda: rig.state['cube1'][-1].link_state == msg.CubeState.LINK_RECONNECTING, 5)
-    # the cube stopped with its link (long before its 2.5 s command ran out)
-    assert rig.host.call(lambda: abs(rig.host.world.wheel_command[0]).max()) == 0.0
-    assert rig.host.call(lambda: rig.host.world.time) - gone < 2.0
 
     rig.probe.spin_for(1.5)         # the driver retries (scanning for the address) while the cube is away
     back = time.monotonic()
