@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -112,12 +111,6 @@ class PrivateBus:
             line += chunk
         # the daemon appends a ",guid=..." to the address; clients accept the plain path form
         return line.decode().strip().split(',guid=')[0]
-
-    def kill(self) -> None:
-        """Kill the daemon at once (as a crash would); the directory stays, so start() can bring it back."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=5)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -10,7 +10,8 @@ come from dbus-fast's own MessageBus.
 from dbus_fast import DBusError
 from dbus_fast.service import PropertyAccess, ServiceInterface, dbus_method, dbus_property
 
-from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Characteristic, Property
+from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Property
+from toio_navigator.cube.protocol import Characteristic as Char   # GattDescriptor1 has a property named Characteristic
 
 ERROR = 'org.bluez.Error.'
 #: Client Characteristic Configuration: the descriptor a central writes to enable notifications
@@ -19,16 +20,16 @@ SERVICE_HANDLE = 0x000B
 #: attribute handle of each characteristic's declaration, as bleak reports them for a real cube (BlueZ names
 #: the D-Bus objects after these handles: .../service000b/char000c)
 CHAR_HANDLES = {
-    Characteristic.ID_INFORMATION: 0x000C, Characteristic.MOTOR_CONTROL: 0x0010,
-    Characteristic.LIGHT_CONTROL: 0x0014, Characteristic.SOUND_CONTROL: 0x0017,
-    Characteristic.SENSOR_INFORMATION: 0x001A, Characteristic.BUTTON_INFORMATION: 0x001E,
-    Characteristic.BATTERY_INFORMATION: 0x0022, Characteristic.CONFIGURATION: 0x0026,
+    Char.ID_INFORMATION: 0x000C, Char.MOTOR_CONTROL: 0x0010,
+    Char.LIGHT_CONTROL: 0x0014, Char.SOUND_CONTROL: 0x0017,
+    Char.SENSOR_INFORMATION: 0x001A, Char.BUTTON_INFORMATION: 0x001E,
+    Char.BATTERY_INFORMATION: 0x0022, Char.CONFIGURATION: 0x0026,
 }
 _FLAG_NAMES = ((Property.READ, 'read'), (Property.WRITE_WITHOUT_RESPONSE, 'write-without-response'),
                (Property.WRITE, 'write'), (Property.NOTIFY, 'notify'))
 
 
-def flags(char: Characteristic) -> list[str]:
+def flags(char: Char) -> list[str]:
     """BlueZ's names of a characteristic's GATT properties."""
     return [name for prop, name in _FLAG_NAMES if PROPERTIES[char] & prop]
 
@@ -220,7 +221,7 @@ class GattService(ServiceInterface):
 class GattCharacteristic(ServiceInterface):
     """org.bluez.GattCharacteristic1: one toio characteristic; BlueZ keeps the last value read or notified."""
 
-    def __init__(self, link, char: Characteristic) -> None:
+    def __init__(self, link, char: Char) -> None:
         super().__init__('org.bluez.GattCharacteristic1')
         self._link, self.char = link, char
         self.value = b''
@@ -280,7 +281,7 @@ class GattCharacteristic(ServiceInterface):
 class GattDescriptor(ServiceInterface):
     """org.bluez.GattDescriptor1: the CCCD of a notifying characteristic (BlueZ writes it for StartNotify)."""
 
-    def __init__(self, link, char: Characteristic, char_path: str) -> None:
+    def __init__(self, link, char: Char, char_path: str) -> None:
         super().__init__('org.bluez.GattDescriptor1')
         self._link, self._char, self._char_path = link, char, char_path
 
