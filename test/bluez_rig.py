@@ -62,8 +62,13 @@ KNOWN_SHUTDOWN_RACE = "Failed to publish: publisher's context is invalid"
 
 def unexpected_tracebacks(stderr: str) -> list[str]:
     """The tracebacks in a process's stderr, but for the known shutdown race above."""
-    blocks = stderr.split('Traceback (most recent call last):')[1:]
-    return [block for block in blocks if KNOWN_SHUTDOWN_RACE not in block.strip().splitlines()[-1]]
+    unexpected = []
+    for block in stderr.split('Traceback (most recent call last):')[1:]:
+        # the exception is the first line after the indented frames (log lines may follow it)
+        exception = next((line for line in block.strip('\n').splitlines() if line and not line[0].isspace()), '')
+        if KNOWN_SHUTDOWN_RACE not in exception:
+            unexpected.append(block)
+    return unexpected
 
 
 class Probe:
