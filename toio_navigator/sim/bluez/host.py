@@ -31,7 +31,9 @@ class RealTimeStepper:
     and the command delay hold at that resolution). A stalled loop advances at most ``max_catch_up_s``.
     """
 
-    def __init__(self, world: World, speed: float = 1.0, tick_s: float = 0.01, max_catch_up_s: float = 0.25) -> None:
+    def __init__(self, world: World, speed: float = 1.0, tick_s: float | None = None,
+                 max_catch_up_s: float = 0.25) -> None:
+        tick_s = world.params.dt if tick_s is None else tick_s      # by default once per physics step, as mat_sim
         if not speed > 0 or not tick_s > 0 or not max_catch_up_s > 0:
             raise ValueError('speed, tick_s and max_catch_up_s must be > 0')
         self.world, self.speed, self.tick_s, self.max_catch_up_s = world, speed, tick_s, max_catch_up_s
