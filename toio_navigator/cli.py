@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'repair': ('toio_navigator.bags.repair_cli',
                'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
+    'fake-bluez': ('toio_navigator.sim.bluez.cli',
+                   'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
 }
 
 

@@ -628,6 +628,9 @@ def _interval_ok(values: tuple[int, ...]) -> None:
     for value in values:
         _check(value == 0xFFFF or 0x0006 <= value <= 0x0C80,
                f'connection interval {value} outside 6..3200 (x1.25 ms) and not 0xFFFF')
+    low, high = values      # the Bluetooth core specification requires min <= max (0xFFFF: no preference)
+    _check(low == 0xFFFF or high == 0xFFFF or low <= high,
+           f'connection interval minimum {low} exceeds the maximum {high} (x1.25 ms)')
 
 
 _ANY = (0, 255)
