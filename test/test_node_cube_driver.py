@@ -18,10 +18,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 
 from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import firmware  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes import conversions  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
-from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from conftest import spin_until  # noqa: E402
 
@@ -263,7 +264,7 @@ def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
     assert spin_until(ex, lambda: b'\x02\x01\x01\x1e\x02\x01\x1e\x0a' in cube.written(MOTOR))
     assert not any(w[0] == 0x03 for w in cube.written(MOTOR))          # no target move was sent to an old cube
     unsupported = dict(driver.unsupported)
-    driver.supports('IMU posture angles', (2, 3, 0))                   # asked again: still reported only once
+    driver.supports(firmware.POSTURE_EULER)                            # asked again: still reported only once
     assert driver.unsupported == unsupported
 
 
@@ -336,7 +337,7 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         assert spin_until(ex, lambda: driver.transport.reconnect_count == 1 and cubes[0].connected)
         assert spin_until(ex, lambda: cubes.id_condition[0] == p.ID_ALWAYS)   # settings re-sent after reconnect
         driver.features.publish_diagnostics()
-        assert driver.features.rssi == -61
+        assert driver.rssi == -61
     finally:
         driver.destroy_node()
         probe.destroy_node()
@@ -400,3 +401,36 @@ def test_after_ctrl_c_shut_the_context_down_late_link_reports_and_notifications_
     driver._on_notify(p.Characteristic.ID_INFORMATION, struct.pack('<BHHHHHH', 1, 150, 250, 0, 140, 245, 0))
     assert driver.notifications == 0 and driver.position_notifications == 0
     driver.destroy_node()                                  # main()'s finally: still clean
+
+
+@pytest.mark.parametrize('version', firmware.VERSIONS)
+def test_the_driver_asks_a_simulated_cube_of_each_version_only_what_that_version_has(version, ros):
+    """The driver and the simulator read one firmware table: every configuration write the driver sends to a
+    virtual cube of ``version`` is accepted, and what it leaves out is reported once by name."""
+    from toio_navigator.nodes.mat_sim import MatSimNode
+
+    sim = MatSimNode(context=ros, parameter_overrides=[Parameter('cubes', value=['cube1']),
+                                                       Parameter('firmware_version', value=version)])
+    driver = CubeDriverNode(namespace='cube1', context=ros, parameter_overrides=[
+        Parameter('imu', value='quaternion'), Parameter('magnet', value='force')])
+    probe = Node('probe', context=ros)
+    links = []
+    probe.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append,
+                              QoSProfile(depth=5, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    ex = SingleThreadedExecutor(context=ros)
+    for n in (sim, driver, probe):
+        ex.add_node(n)
+    try:
+        # the link report after the configuration carries the firmware version
+        assert spin_until(ex, lambda: any(m.firmware_version == version and m.state == msg.LinkStatus.CONNECTED
+                                          for m in links), 30)
+        assert sim.firmware[0].dropped_writes == 0
+        have = p.parse_version(version)
+        wanted = [firmware.DOUBLE_TAP, firmware.ID_NOTIFICATION_SETTINGS, firmware.WHEEL_SPEED,
+                  firmware.POSTURE_QUATERNION, firmware.MAGNET_FORCE]
+        if not firmware.POSTURE_QUATERNION.available(have):
+            wanted.append(firmware.POSTURE_EULER)          # the driver falls back to Euler angles
+        assert set(driver.unsupported) == {f.name for f in wanted if not f.available(have)}
+    finally:
+        for n in (driver, sim, probe):
+            n.destroy_node()

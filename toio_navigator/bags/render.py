@@ -20,9 +20,8 @@ import numpy as np
 
 from toio_navigator.bags.replay import ReplayError, open_reader, stored_parameters
 from toio_navigator.input_files import InputError, number, show
-from toio_navigator.units import METRES_PER_UNIT, ros_to_mat_xy
+from toio_navigator.units import BODY_RADIUS, ros_to_mat_xy
 
-BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT          # mat units: two cubes touch below twice this
 DEFAULT_MAT = (45.0, 45.0, 455.0, 455.0)
 _CUBE_TOPIC = re.compile(r'^/(?P<cube>[A-Za-z_][A-Za-z0-9_]*)/(?P<kind>state|nav_result|goal)$')
 

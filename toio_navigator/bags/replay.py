@@ -24,10 +24,10 @@ import numpy as np
 
 from toio_navigator.bags.repair import diagnose
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
-from toio_navigator.navigation.controller import stamp_seconds
-from toio_navigator.nodes.navigator import (SETTING_PARAMETERS, CubeHandleParams, NavigatorParams,
-                                            NavigatorSettings, SwarmController, apply_reference_parameter,
-                                            coerce_setting, reference_parameters)
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
+from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.settings.navigator import (SETTING_PARAMETERS, apply_reference_parameter, coerce_setting,
+                                               reference_parameters)
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
@@ -310,7 +310,7 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
             if name in known_reference:
                 params, handle = apply_reference_parameter(params, handle, name, value)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise ReplayError(f'navigator parameter {exc}') from None
+        raise ReplayError(f'navigator {exc}') from None
     missing = [c for c in cubes if c not in settings.cubes]
     if missing:
         raise ReplayError(f'the bag has cubes {missing} that the navigator parameters do not list '

@@ -26,13 +26,12 @@ import numpy as np
 
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
-from toio_navigator.units import METRES_PER_UNIT, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
+from toio_navigator.units import BODY_RADIUS, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
 
 MODES = ('AVOID', 'BOIDS', 'BOIDS_AVOID')
 HLAVOID = 'hlavoid'
 LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the controller needs no message import)
 TOWARDS, AWAY, STOP = 0, 1, 2
-BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT   # half the 31.8 mm body, mat units (contact below twice this)
 SATURATIONS = ('keep_rotation', 'reference')
 
 

@@ -37,34 +37,33 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
-import numpy as np
-import rclpy
 from nav_msgs.msg import OccupancyGrid, Path
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
 from toio_navigator import units
-from toio_navigator.arena.explorer import FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig
+from toio_navigator.arena.explorer import FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer
 from toio_navigator.arena.fastest_path import Route, actions_to_commands
-from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, HEADING_LETTERS, Pose, centre_in_range, footprint
+from toio_navigator.arena.geometry import HEADING_LETTERS, Pose, footprint
 from toio_navigator.arena.grid import readings_from_ir_ranges
+from toio_navigator.arena.layout import LayoutError, load_layout
 from toio_navigator.msg import ArenaImage, ArenaState, CubeState, IrRanges, MoveToPose, MoveToPoseResult, NavGoal, \
     NavResult
 from toio_navigator.nodes import conversions
-from toio_navigator.sim.ir_sensors import ArenaMatMapping
+from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.nodes.qos import LATCHED, STATE_QOS
+from toio_navigator.nodes.spin import run_node
+from toio_navigator.settings.arena_explorer import (ArenaNodeError, ArenaNodeSettings,  # noqa: F401 (older imports)
+                                                    PARAMS, parse_waypoint, settings_from_values)
+from toio_navigator.settings.spec import SettingError
+from toio_navigator.sim.ir_sensors import VirtualCamera
 from toio_navigator.srv import SetGoal, SetWaypoint
 
-#: latched: a late subscriber (rviz, the demo) still gets the last map, state and path
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-NO_WAYPOINT = [-1, -1]
 LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
 RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
 STILL_S, STILL_UNITS = 1.0, 1.0   # a cube that moved less than 1 unit in 1 s stands still
@@ -73,140 +72,7 @@ STALE_S = 2.0             # no cube state for this long while moving: the run st
 TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
 STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)
 
-#: name -> (default, description)
-PARAMETERS: dict[str, tuple[object, str]] = {
-    'cube': ('cube1', 'the exploring cube (namespace of its driver topics)'),
-    'arena_origin_x': (100.0, 'mat x (units) of the arena top-left corner (same as mat_sim)'),
-    'arena_origin_y': (50.0, 'mat y (units) of the arena top-left corner (same as mat_sim)'),
-    'arena_cell_size': (20.0, 'arena cell side, mat units (same as mat_sim)'),
-    'waypoint': (NO_WAYPOINT, 'fastest-path waypoint [x, y] (robot centre cell, 1..13 x 1..18); [-1, -1] = none; '
-                              'also set by the arena_explorer/set_waypoint service'),
-    'turn_cost': (2.0, 'fastest-path cost of a 90-degree turn (a forward cell costs 1)'),
-    'image_mode': (False, 'hunt image cards (photos, reverse hugging)'),
-    'max_images': (5, 'image mode: stop hunting after this many different cards'),
-    'camera_layout': ('', 'image mode: layout JSON whose cards a simulated camera sees ("" = no camera)'),
-    'complete_coverage': (True, 'after the hug, visit every pose that can still see an unexplored cell'),
-    'dash': (True, 'several cells in one forward move when the seed\'s break checks allow it'),
-    'max_moves': (5000, 'end exploration after this many motion commands'),
-    'move_speed': (50.0, 'navigator speed cap of forward moves, motor units'),
-    'turn_speed': (40, 'move_to_pose speed of turns, motor units 10..115'),
-    'goal_tolerance': (6.0, 'forward move reached within this many mat units (>= the navigator handle_tolerance)'),
-    'square_up_deg': (40.0, 'heading error (deg) that triggers a correction before the readings (< 45)'),
-    'settle_s': (0.1, 'wait after a move before the pose check and the readings'),
-    'move_timeout_s': (20.0, 'one motion step may take this long before it is retried'),
-    'retries': (2, 'retries of a failing motion step before the run stops with ERROR'),
-}
-
-
-class ArenaNodeError(ValueError):
-    """A parameter of the arena_explorer node has a value it cannot work with."""
-
-
-@dataclass(frozen=True)
-class ArenaNodeSettings:
-    cube: str = 'cube1'
-    mapping: ArenaMatMapping = ArenaMatMapping()
-    waypoint: tuple[int, int] | None = None
-    move_speed: float = 50.0
-    turn_speed: int = 40
-    goal_tolerance: float = 6.0
-    square_up_deg: float = 40.0
-    settle_s: float = 0.1
-    move_timeout_s: float = 20.0
-    retries: int = 2
-    camera_layout: str = ''
-    explorer: ExplorerConfig = field(default_factory=ExplorerConfig)
-
-
-def _number(v: dict, name: str, low: float, high: float = math.inf) -> float:
-    value = v[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low <= value <= high:
-        raise ArenaNodeError(f'parameter {name}: must be a number within {low:g}..{high:g}, got {value!r}')
-    return float(value)
-
-
-def parse_waypoint(value, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -> tuple[int, int] | None:
-    """[x, y] -> (x, y); [] or [-1, -1] -> None; anything else (not two integers, outside the arena, a centre whose
-    3x3 footprint leaves the arena): ArenaNodeError naming the problem."""
-    values = list(value) if value is not None else []
-    if not values or values == NO_WAYPOINT:
-        return None
-    if len(values) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) for c in values):
-        raise ArenaNodeError(f'parameter waypoint: expected [x, y] (two integers) or [-1, -1], got {values!r}')
-    x, y = values
-    if not (0 <= x < cols and 0 <= y < rows):
-        raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is outside the arena (0..{cols - 1} x 0..{rows - 1})')
-    if not centre_in_range(x, y, cols, rows):
-        raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is not a valid robot centre: the 3x3 footprint would '
-                             f'leave the arena (centres are 1..{cols - 2} x 1..{rows - 2})')
-    return x, y
-
-
-def settings_from_values(v: dict) -> ArenaNodeSettings:
-    """ArenaNodeSettings from parameter values; ArenaNodeError naming the first bad one."""
-    cube = v['cube']
-    if not isinstance(cube, str) or not cube or not cube.replace('_', 'a').isalnum() or cube[0].isdigit():
-        raise ArenaNodeError(f'parameter cube: {cube!r} is not a valid ROS name')
-    try:
-        mapping = ArenaMatMapping(_number(v, 'arena_origin_x', -1e5, 1e5), _number(v, 'arena_origin_y', -1e5, 1e5),
-                                  _number(v, 'arena_cell_size', 1e-3, 1e4))
-    except ValueError as exc:
-        raise ArenaNodeError(f'arena mapping: {exc}') from None
-    for name in ('image_mode', 'complete_coverage', 'dash'):
-        if not isinstance(v[name], bool):
-            raise ArenaNodeError(f'parameter {name}: must be true or false, got {v[name]!r}')
-    for name, low in (('max_images', 0), ('max_moves', 1), ('retries', 0), ('turn_speed', 10)):
-        if isinstance(v[name], bool) or not isinstance(v[name], int) or v[name] < low:
-            raise ArenaNodeError(f'parameter {name}: must be an integer >= {low}, got {v[name]!r}')
-    if v['turn_speed'] > units.MOTOR_MAX:
-        raise ArenaNodeError(f'parameter turn_speed: must be <= {units.MOTOR_MAX}, got {v["turn_speed"]}')
-    if not isinstance(v['camera_layout'], str):
-        raise ArenaNodeError(f'parameter camera_layout: must be a path string, got {v["camera_layout"]!r}')
-    try:
-        explorer = ExplorerConfig(image_mode=v['image_mode'], max_images=v['max_images'],
-                                  complete_coverage=v['complete_coverage'], dash=v['dash'], max_moves=v['max_moves'],
-                                  turn_cost=_number(v, 'turn_cost', 0.0, 1e6))
-    except ValueError as exc:
-        raise ArenaNodeError(str(exc)) from None
-    return ArenaNodeSettings(
-        cube=cube, mapping=mapping, waypoint=parse_waypoint(v['waypoint']),
-        move_speed=_number(v, 'move_speed', 1.0, units.MOTOR_MAX), turn_speed=int(v['turn_speed']),
-        goal_tolerance=_number(v, 'goal_tolerance', 0.1, 0.5 * mapping.cell_size),
-        square_up_deg=_number(v, 'square_up_deg', 4.0, 44.0), settle_s=_number(v, 'settle_s', 0.0, 10.0),
-        move_timeout_s=_number(v, 'move_timeout_s', 0.5, 600.0), retries=int(v['retries']),
-        camera_layout=v['camera_layout'], explorer=explorer)
-
-
 # ------------------------------------------------------------------------------------------------ messages
-
-def occupancy_grid(explored, obstacle, mapping: ArenaMatMapping, stamp) -> OccupancyGrid:
-    """The belief as an OccupancyGrid in frame ``mat`` (REP 103): cell (0, 0) = the arena's bottom-left corner.
-
-    Arena y grows upward and ROS y does too, so row y of the grid is arena row y (no flip); -1 / 0 / 100."""
-    rows, cols = explored.shape
-    msg = OccupancyGrid()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    msg.info.map_load_time = stamp
-    msg.info.resolution = float(mapping.cell_size * units.METRES_PER_UNIT)
-    msg.info.width, msg.info.height = cols, rows
-    x0, y0 = units.mat_to_ros_xy(mapping.origin_x, mapping.origin_y + rows * mapping.cell_size)
-    msg.info.origin.position.x, msg.info.origin.position.y = float(x0), float(y0)
-    msg.info.origin.orientation.w = 1.0
-    values = np.where(explored, np.where(obstacle, 100, 0), -1).astype(np.int8)   # row-major from (0, 0)
-    msg.data = values.ravel().tolist()
-    return msg
-
-
-def route_path(poses, mapping: ArenaMatMapping, stamp) -> Path:
-    """Robot centre poses (cells) as a nav_msgs/Path in frame ``mat`` (metres, counter-clockwise yaw)."""
-    msg = Path()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    for pose in poses:
-        mx, my, theta = mapping.pose_to_mat(pose)
-        msg.poses.append(conversions.pose_stamped(mx, my, theta, stamp))
-    return msg
-
 
 STATUS = {'IDLE': ArenaState.IDLE, 'EXPLORING': ArenaState.EXPLORING, 'RETURNING': ArenaState.RETURNING,
           'IMAGE_HUNT': ArenaState.IMAGE_HUNT, 'FASTEST_PATH': ArenaState.FASTEST_PATH, 'DONE': ArenaState.DONE,
@@ -246,12 +112,8 @@ class StepFailed(RuntimeError):
 class ArenaExplorerNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__('arena_explorer', **kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            if name == 'waypoint':
-                self.declare_parameter(name, default, ParameterDescriptor(description=doc))
-            else:
-                self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
-        self.settings = settings_from_values({n: self.get_parameter(n).value for n in PARAMETERS})
+        self.parameters = NodeParameters(self, PARAMS)
+        self.settings = settings_from_values(self.parameters.values)
         s, cube = self.settings, self.settings.cube
         self.camera = self._load_camera(s.camera_layout) if s.explorer.image_mode and s.camera_layout else None
         self.explorer: ArenaExplorer | None = None
@@ -285,19 +147,17 @@ class ArenaExplorerNode(Node):
         self.create_service(Trigger, 'arena_explorer/start_fastest_path', self._srv_start_fastest_path)
         self.create_service(Trigger, 'arena_explorer/terminate', self._srv_terminate)
         self.create_service(SetWaypoint, 'arena_explorer/set_waypoint', self._srv_set_waypoint)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.parameters.on_change(self._apply_parameters)
         self.create_timer(0.02, self._tick)
         self.get_logger().info(f'arena_explorer: cube {cube}, {s.mapping.cell_size:g}-unit cells from mat '
                                f'({s.mapping.origin_x:g}, {s.mapping.origin_y:g}), waypoint {s.waypoint}')
 
     @staticmethod
-    def _load_camera(path: str):
-        from toio_navigator.arena.layout import LayoutError, load_layout
-        from toio_navigator.sim.ir_sensors import VirtualCamera
+    def _load_camera(path: str) -> VirtualCamera:
         try:
             return VirtualCamera(load_layout(path).images)
         except LayoutError as exc:
-            raise ArenaNodeError(f'parameter camera_layout: {exc}') from None
+            raise SettingError('camera_layout', str(exc)) from None
 
     # ---------------------------------------------------------------------------------------------- inputs
     def _on_state(self, msg: CubeState) -> None:
@@ -315,19 +175,11 @@ class ArenaExplorerNode(Node):
     def _on_move_result(self, msg: MoveToPoseResult) -> None:
         self.move_results[msg.goal_id] = msg
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name == 'waypoint':
-                try:
-                    waypoint = parse_waypoint(p.value)
-                except ArenaNodeError as exc:
-                    return SetParametersResult(successful=False, reason=str(exc))
-                self.settings = _replace(self.settings, waypoint=waypoint)
-                self.get_logger().info(f'waypoint set to {waypoint}')
-            elif p.name in PARAMETERS:
-                return SetParametersResult(successful=False, reason=f'{p.name} is fixed at start-up; only waypoint '
-                                                                    'changes at run time')
-        return SetParametersResult(successful=True)
+    def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
+        """``waypoint`` (the only run-time parameter): applies to the next fastest path."""
+        waypoint = parse_waypoint(values['waypoint'])
+        self.settings = replace(self.settings, waypoint=waypoint)
+        self.get_logger().info(f'waypoint set to {waypoint}')
 
     # ---------------------------------------------------------------------------------------------- services
     def _srv_set_waypoint(self, request, response):
@@ -335,7 +187,7 @@ class ArenaExplorerNode(Node):
         wanted = [int(request.x), int(request.y)]
         try:
             waypoint = parse_waypoint(wanted)
-        except ArenaNodeError as exc:
+        except SettingError as exc:
             response.success, response.message = False, str(exc).replace('parameter waypoint: ', '')
             return response
         blocked = self._known_obstacles_under(waypoint)
@@ -349,7 +201,8 @@ class ArenaExplorerNode(Node):
             response.success, response.message = False, result.reason
             return response
         response.success = True
-        when = 'the next fastest path (the running one keeps its route)' if self.mode == 'FASTEST_PATH'             else 'the next fastest path'
+        when = ('the next fastest path (the running one keeps its route)' if self.mode == 'FASTEST_PATH'
+                else 'the next fastest path')
         response.message = (f'waypoint ({waypoint[0]},{waypoint[1]}) for {when}' if waypoint is not None
                             else f'no waypoint for {when}')
         return response
@@ -728,27 +581,20 @@ class ArenaExplorerNode(Node):
         stamp = self.get_clock().now().to_msg()
         if grid:
             b = self.explorer.belief
-            self.map_pub.publish(occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
+            self.map_pub.publish(conversions.occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
         if state:
             status = self.explorer.status if self.mode == 'EXPLORING' else self.mode
             moves = self.explorer.moves if self.mode != 'FASTEST_PATH' else self.route_moves
             self.state_pub.publish(arena_state(self.explorer, self.pose, status, self.text, moves, stamp))
 
     def _publish_path(self, route: Route) -> None:
-        self.path_pub.publish(route_path(route.poses if route.found else [], self.settings.mapping,
+        self.path_pub.publish(conversions.route_path(route.poses if route.found else [], self.settings.mapping,
                                          self.get_clock().now().to_msg()))
-
-
-def _replace(settings: ArenaNodeSettings, **changes) -> ArenaNodeSettings:
-    from dataclasses import replace
-    return replace(settings, **changes)
 
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator arena_explorer [--ros-args ...]``. Exit 2 on bad parameters."""
-    from toio_navigator.nodes.spin import run_node
-
-    return run_node('arena_explorer', ArenaExplorerNode, errors=(ArenaNodeError, ParameterException), args=args)
+    return run_node('arena_explorer', ArenaExplorerNode, errors=(SettingError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

@@ -32,18 +32,13 @@ from typing import Callable
 
 import numpy as np
 
+from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as pr
 from toio_navigator.cube.protocol import Characteristic as C
 from toio_navigator.sim.world import World
 
 Deliver = Callable[[bytes], None]
 
-# protocol version that introduced each command (anything newer than the simulated version is ignored)
-_MOTOR_SINCE = {0x01: (2, 0, 0), 0x02: (2, 0, 0), 0x03: (2, 1, 0), 0x04: (2, 1, 0), 0x05: (2, 1, 0)}
-_CONFIG_SINCE = {0x01: (2, 0, 0), 0x05: (2, 0, 0), 0x06: (2, 0, 0), 0x17: (2, 1, 0), 0x18: (2, 2, 0),
-                 0x19: (2, 2, 0), 0x1B: (2, 2, 0), 0x1C: (2, 2, 0), 0x1D: (2, 3, 0), 0x1E: (2, 3, 0),
-                 0x30: (2, 4, 0), 0x31: (2, 4, 0), 0x32: (2, 4, 0), 0x33: (2, 5, 0), 0x34: (2, 5, 0),
-                 0x0F: (2, 5, 0)}
 _CONFIG_RESPONSE_OF = {v: k for k, v in pr.CONFIG_RESPONSES.items()}
 _NAME_LETTERS = 'abcdefhijkmnprtABCDEFGHJKLMNPQRT'   # the spec's letters minus the excluded ones
 
@@ -323,7 +318,7 @@ class VirtualCubes:
         elif char is C.SENSOR_INFORMATION:
             self._handle_sensor_request(i, command)  # type: ignore[arg-type]
         elif char is C.LIGHT_CONTROL:
-            if isinstance(command, pr.LightSmoothBlink) and self.version < (2, 5, 0):
+            if isinstance(command, pr.LightSmoothBlink) and not firmware.SMOOTH_BLINK.available(self.version):
                 cube.dropped_writes += 1
             elif isinstance(command, pr.LightOn):
                 cube.light = (command.r, command.g, command.b)
@@ -339,17 +334,15 @@ class VirtualCubes:
         # never before the world's own time (a clock that lags would let a command act in the past)
         arrived = max(float(self.arrival_clock()), w.time)
         too_soon = arrived - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9
-        if self.version < _MOTOR_SINCE[type_byte] or too_soon:
+        if not firmware.MOTOR_COMMANDS[type_byte].available(self.version) or too_soon:
             cube.dropped_writes += 1
             return
         self._last_motor_accept[i] = arrived
         heapq.heappush(self._pending, (arrived + w.params.command_delay, next(self._seq), i, command))
 
     def _handle_sensor_request(self, i: int, request: pr.SensorRequest) -> None:
-        since = (2, 3, 0) if request.kind == 0x83 else (2, 2, 0)
-        if request.kind == 0x83 and request.posture_kind != 1:
-            since = (2, 4, 0)
-        if self.version < since:
+        feature = firmware.POSTURE_KINDS[request.posture_kind] if request.kind == 0x83 else firmware.SENSOR_REQUESTS
+        if not feature.available(self.version):
             self.cubes[i].dropped_writes += 1
             return
         if request.kind == 0x81:
@@ -362,8 +355,9 @@ class VirtualCubes:
     def _handle_config(self, i: int, command: pr.ConfigWrite) -> None:
         cube, s, v = self.cubes[i], self.cubes[i].settings, command.values
         kind = command.command
-        if self.version < _CONFIG_SINCE[kind] or (kind == 0x1B and len(v) == 3 and self.version < (2, 3, 0)) \
-                or (kind == 0x1D and v[0] != 1 and self.version < (2, 4, 0)):
+        feature = firmware.MAGNET_FORCE if kind == 0x1B and len(v) == 3 else \
+            firmware.POSTURE_KINDS[v[0]] if kind == 0x1D else firmware.CONFIG_COMMANDS[kind]
+        if not feature.available(self.version):
             cube.dropped_writes += 1
             return
         result = 0
@@ -510,9 +504,9 @@ class VirtualCubes:
     def _motion_bytes(self, i: int, collision: bool) -> bytes:
         posture = int(self.world.posture[i])
         message = pr.MotionSensor(posture == 1, collision)
-        if self.version >= (2, 1, 0):
+        if firmware.DOUBLE_TAP.available(self.version):
             message = pr.MotionSensor(posture == 1, collision, False, posture,
-                                      0 if self.version >= (2, 2, 0) else None)
+                                      0 if firmware.SHAKE.available(self.version) else None)
         return pr.encode_notification(message)
 
     def _motion_notifications(self, world: World, connected: np.ndarray) -> None:
@@ -553,7 +547,7 @@ class VirtualCubes:
 
     def _magnet_bytes(self) -> bytes:
         # no magnets on simulated mats: state 0, zero strength and direction
-        if self.version >= (2, 3, 0):
+        if firmware.MAGNET_FORCE.available(self.version):
             return pr.encode_notification(pr.MagneticSensor(0, 0, 0, 0, 0))
         return pr.encode_notification(pr.MagneticSensor(0))
 
