@@ -317,7 +317,7 @@ class VirtualCubes:
             return
         result = 0
         if kind == 0x01:
-            self._config_reply(i, pr.encode_notification(pr.ProtocolVersion(self.params.version)))
+            self._config_reply(i, pr.ProtocolVersion(self.params.version).encode())
             return
         if kind == 0x05:
             s.motion_threshold = (v[0],) + s.motion_threshold[1:]
@@ -346,18 +346,17 @@ class VirtualCubes:
         elif kind == 0x30:
             s.requested_interval = tuple(v)  # type: ignore[assignment]
         elif kind == 0x31:
-            self._config_reply(i, pr.encode_notification(pr.RequestedConnectionInterval(*s.requested_interval)))
+            self._config_reply(i, pr.RequestedConnectionInterval(*s.requested_interval).encode())
             return
         elif kind == 0x32:
-            self._config_reply(i, pr.encode_notification(
-                pr.CurrentConnectionInterval(self.params.actual_interval_1250us)))
+            self._config_reply(i, pr.CurrentConnectionInterval(self.params.actual_interval_1250us).encode())
             return
         elif kind in (0x33, 0x0F):
             result = 0 if self.world.button[i] else 1   # savable settings need the button held
         elif kind == 0x34:
             self._power_off_at[i] = self.world.time + v[0]
         if kind in _CONFIG_RESPONSE_OF:
-            self._config_reply(i, pr.encode_notification(pr.ConfigResponse(_CONFIG_RESPONSE_OF[kind], result)))
+            self._config_reply(i, pr.ConfigResponse(_CONFIG_RESPONSE_OF[kind], result).encode())
 
     def _config_reply(self, i: int, data: bytes) -> None:
         self.cubes[i].settings.last_config = data
@@ -368,16 +367,16 @@ class VirtualCubes:
         if char is C.ID_INFORMATION:
             return self._last_id_message[i]
         if char is C.MOTOR_CONTROL:
-            return self.cubes[i].settings.last_motor or pr.encode_notification(
-                pr.MotorSpeed(*map(int, self.world.reported_wheel_speeds()[i])))
+            return self.cubes[i].settings.last_motor or pr.MotorSpeed(
+                *map(int, self.world.reported_wheel_speeds()[i])).encode()
         if char is C.SENSOR_INFORMATION:
             return self._motion_bytes(i, collision=False)
         if char is C.BUTTON_INFORMATION:
-            return pr.encode_notification(pr.ButtonState(bool(self.world.button[i])))
+            return pr.ButtonState(bool(self.world.button[i])).encode()
         if char is C.BATTERY_INFORMATION:
-            return pr.encode_notification(pr.BatteryLevel(self._battery_percent(i)))
+            return pr.BatteryLevel(self._battery_percent(i)).encode()
         if char is C.CONFIGURATION:
-            return self.cubes[i].settings.last_config or pr.encode_notification(pr.ProtocolVersion(self.params.version))
+            return self.cubes[i].settings.last_config or pr.ProtocolVersion(self.params.version).encode()
         raise ConnectionError(f'{char.name} cannot be read')
 
     # ------------------------------------------------------------------------- the step
@@ -459,7 +458,7 @@ class VirtualCubes:
         if firmware.DOUBLE_TAP.available(self.version):
             message = pr.MotionSensor(posture == 1, collision, False, posture,
                                       0 if firmware.SHAKE.available(self.version) else None)
-        return pr.encode_notification(message)
+        return message.encode()
 
     def _motion_notifications(self, world: World, connected: np.ndarray) -> None:
         # the common case -- no collision, no posture or button change anywhere -- costs four cheap checks
@@ -500,8 +499,8 @@ class VirtualCubes:
     def _magnet_bytes(self) -> bytes:
         # no magnets on simulated mats: state 0, zero strength and direction
         if firmware.MAGNET_FORCE.available(self.version):
-            return pr.encode_notification(pr.MagneticSensor(0, 0, 0, 0, 0))
-        return pr.encode_notification(pr.MagneticSensor(0))
+            return pr.MagneticSensor(0, 0, 0, 0, 0).encode()
+        return pr.MagneticSensor(0).encode()
 
     def _posture_bytes(self, i: int, kind: int) -> bytes:
         # the IMU yaw is relative to the heading at power-on, clockwise positive (body z points down)
@@ -509,11 +508,11 @@ class VirtualCubes:
         if yaw == -180.0:
             yaw = 180.0
         if kind == 1:
-            return pr.encode_notification(pr.PostureEuler(0, 0, int(round(yaw))))
+            return pr.PostureEuler(0, 0, int(round(yaw))).encode()
         if kind == 2:
             half = math.radians(yaw) / 2
-            return pr.encode_notification(pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)))
-        return pr.encode_notification(pr.PostureEulerFloat(0.0, 0.0, yaw))
+            return pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)).encode()
+        return pr.PostureEulerFloat(0.0, 0.0, yaw).encode()
 
     def _magnet_notification(self, i: int) -> None:
         s = self.cubes[i].settings
@@ -539,7 +538,7 @@ class VirtualCubes:
     # ------------------------------------------------------------------------- motor commands
     def _motor_reply(self, i: int, multi: bool, control_id: int, result: int) -> None:
         message = (pr.MultiTargetMoveResult if multi else pr.TargetMoveResult)(control_id, result)
-        data = pr.encode_notification(message)
+        data = message.encode()
         self.cubes[i].settings.last_motor = data
         self.cubes[i].notify(C.MOTOR_CONTROL, data)
 
