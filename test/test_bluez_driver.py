@@ -110,8 +110,8 @@ def test_motor_light_and_sound_bytes_reach_the_virtual_cube_with_their_write_typ
     light.publish(ColorRGBA(r=0.0, g=1.0, b=0.0, a=1.0))
     sound.publish(UInt8(data=3))
     expected = {C.MOTOR_CONTROL: (bytes.fromhex('02 01 01 3c 02 01 3c 1e'), 'command'),
-                C.LIGHT_CONTROL: (p.encode_light(0, 255, 0), 'request'),
-                C.SOUND_CONTROL: (p.encode_sound_effect(3, 255), 'request')}
+                C.LIGHT_CONTROL: (p.LightOn(0, 255, 0, 0).encode(), 'request'),
+                C.SOUND_CONTROL: (p.SoundEffect(3, 255).encode(), 'request')}
     assert rig.probe.spin_until(
         lambda: all((data, kind) in [(w.data, w.kind) for w in rig.writes(0, char)]
                     for char, (data, kind) in expected.items()), 10), \

@@ -52,10 +52,11 @@ def test_bleak_finds_the_toio_service_and_its_write_types_reach_the_cube(host):
         found = await scan(names=['a0a'], timeout_s=5.0)
         async with bleak.BleakClient(found[0].device) as client:
             chars = {c.uuid: c for c in client.services.get_service(p.SERVICE_UUID).characteristics}
-            await client.write_gatt_char(C.MOTOR_CONTROL.value, p.encode_motor(30, 30, 100), response=False)
-            await client.write_gatt_char(C.LIGHT_CONTROL.value, p.encode_light(0, 0, 255), response=True)
+            motor = p.MotorControlTimed(30, 30, 10).encode()
+            await client.write_gatt_char(C.MOTOR_CONTROL.value, motor, response=False)
+            await client.write_gatt_char(C.LIGHT_CONTROL.value, p.LightOn(0, 0, 255, 0).encode(), response=True)
             with pytest.raises(bleak.exc.BleakError, match='Request Not Supported'):   # BlueZ checks the flags
-                await client.write_gatt_char(C.LIGHT_CONTROL.value, p.encode_light(1, 1, 1), response=False)
+                await client.write_gatt_char(C.LIGHT_CONTROL.value, p.LightOn(1, 1, 1, 0).encode(), response=False)
             battery = await client.read_gatt_char(C.BATTERY_INFORMATION.value)
         return found[0], chars, battery
     found, chars, battery = run(scenario())
@@ -71,8 +72,8 @@ def test_bleak_finds_the_toio_service_and_its_write_types_reach_the_cube(host):
     assert all(len(chars[c.value].descriptors) == ('notify' in chars[c.value].properties) for c in C)
     assert battery == bytearray(b'\x64')
     writes = [(w.char, w.data, w.kind) for w in host.writes(0)]
-    assert writes == [(C.MOTOR_CONTROL, p.encode_motor(30, 30, 100), 'command'),
-                      (C.LIGHT_CONTROL, p.encode_light(0, 0, 255), 'request')]
+    assert writes == [(C.MOTOR_CONTROL, p.MotorControlTimed(30, 30, 10).encode(), 'command'),
+                      (C.LIGHT_CONTROL, p.LightOn(0, 0, 255, 0).encode(), 'request')]
     assert not host.call(lambda: host.firmware[0].connected)              # the client's exit disconnected it
 
 
@@ -103,8 +104,8 @@ def test_advertised_names_follow_the_firmware_version():
 
 def test_a_connection_interval_whose_minimum_exceeds_its_maximum_is_refused(host):
     with pytest.raises(p.ProtocolError, match='minimum 80 exceeds the maximum 8'):
-        p.encode_connection_interval(80, 8)
-    assert p.encode_connection_interval(0xFFFF, 8) == bytes.fromhex('30 00 ff ff 08 00')   # no preference
+        p.ConfigWrite.connection_interval(80, 8).encode()
+    assert p.ConfigWrite.connection_interval(0xFFFF, 8).encode() == bytes.fromhex('30 00 ff ff 08 00')   # no preference
 
     async def scenario():
         answers = []
@@ -132,8 +133,8 @@ def test_a_transport_loses_its_link_when_bluez_crashes_and_reconnects_when_it_re
         link.add_link_state_callback(lambda s: states.append((time.monotonic(), s)))
         await link.start_notify('id', lambda _c, data: positions.append(data))
         await link.connect()
-        await link.write('config', p.encode_id_notification(2, p.ID_ALWAYS))
-        await link.write('motor', p.encode_motor(40, 40, 2550))
+        await link.write('config', p.ConfigWrite.id_notification(2, p.ID_ALWAYS).encode())
+        await link.write('motor', p.MotorControlTimed(40, 40, 255).encode())
         await asyncio.sleep(0.3)
         killed = time.monotonic()
         await asyncio.to_thread(host.kill_bluez, 3.0)       # the cube keeps its link (and command) for 3 s

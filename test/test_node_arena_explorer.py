@@ -166,7 +166,7 @@ def test_node_refuses_to_start_without_a_cube_and_names_what_is_missing(node):
     assert not r.success and 'start_exploration' in r.message
     r = node._srv_terminate(Trigger.Request(), Trigger.Response())
     assert not r.success and 'nothing to terminate' in r.message
-    assert node.mode == 'IDLE'
+    assert node.arena.mode == 'IDLE'
 
 
 def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node):
@@ -263,7 +263,7 @@ def test_set_waypoint_service_over_dds_sets_the_parameter_and_refuses_bad_cells(
             assert not r.success and why in r.message
             assert node.settings.waypoint == (3, 4)          # a refusal changes nothing
         layout, explorer = explored_sample
-        node.explorer = explorer                             # an explored map: obstacles it knows are refused
+        node.arena.explorer = explorer                       # an explored map: obstacles it knows are refused
         oy, ox = next((y, x) for y, x in zip(*np.nonzero(layout.obstacles)) if centre_in_range(x, y))
         r = call(int(ox), int(oy))
         assert not r.success and 'obstacle' in r.message and f'({ox},{oy})' in r.message

@@ -257,7 +257,8 @@ class CubeDriverNode(Node):
         event = self._version_event
         for _attempt in range(3):
             event.clear()
-            await self.transport.write(p.Characteristic.CONFIGURATION, p.encode_request_protocol_version())
+            await self.transport.write(p.Characteristic.CONFIGURATION,
+                                       p.ConfigWrite.request_protocol_version().encode())
             try:
                 await asyncio.wait_for(event.wait(), self.config.version_timeout_s)
                 return self.firmware

@@ -194,7 +194,7 @@ class DriverFeatures:
 
     def _on_light(self, colour: ColorRGBA) -> None:
         try:
-            data = p.encode_light(*conversions.colour_to_rgb(colour.r, colour.g, colour.b))
+            data = p.LightOn(*conversions.colour_to_rgb(colour.r, colour.g, colour.b)).encode()
         except (ValueError, p.ProtocolError) as exc:
             return self._reject('light', str(exc))
         self.light.submit(data)
@@ -210,7 +210,7 @@ class DriverFeatures:
     def encode_light_command(self, cmd: LightCommand) -> bytes | None:
         """The light write for a LightCommand; ValueError for a malformed one, None if the firmware cannot."""
         if cmd.mode == LightCommand.OFF:
-            return p.encode_lights_off()
+            return p.LightsOff().encode()
         colours = [conversions.colour_to_rgb(c.r, c.g, c.b) for c in cmd.colors]
         durations = list(cmd.durations_ms)
         if cmd.mode not in (LightCommand.ON, LightCommand.SEQUENCE, LightCommand.SMOOTH_BLINK):
@@ -219,8 +219,7 @@ class DriverFeatures:
             raise ValueError('needs at least one colour')
         if cmd.mode == LightCommand.ON:
             duration = durations[0] if durations else 0
-            return p.encode_light(*colours[0], duration_ms=0 if duration == 0 else
-                                  conversions.duration_10ms(duration) * 10)
+            return p.LightOn(*colours[0], 0 if duration == 0 else conversions.duration_10ms(duration)).encode()
         if len(durations) != len(colours):
             raise ValueError(f'{len(colours)} colours but {len(durations)} durations')
         if cmd.mode == LightCommand.SEQUENCE:
@@ -243,7 +242,7 @@ class DriverFeatures:
         if effect.data > 10:
             return self._reject('sound effect', f'id must be 0..10, got {effect.data}')
         if self._sound_allowed():
-            self.sound.submit(p.encode_sound_effect(effect.data, 255))
+            self.sound.submit(p.SoundEffect(effect.data, 255).encode())
 
     def _on_melody(self, melody: Melody) -> None:
         try:
@@ -256,7 +255,7 @@ class DriverFeatures:
     def encode_melody(self, melody: Melody) -> bytes:
         notes, durations = list(melody.notes), list(melody.durations_ms)
         if not notes:
-            return p.encode_sound_stop()
+            return p.SoundStop().encode()
         if len(notes) != len(durations):
             raise ValueError(f'{len(notes)} notes but {len(durations)} durations')
         version = self.host.firmware
@@ -294,9 +293,9 @@ class DriverFeatures:
             angle = 0
         else:
             angle = int(round(degrees)) % 360
-        return p.encode_motor_target(control_id, int(round(goal.x)), int(round(goal.y)), angle, goal.angle_mode,
-                                     timeout_s=int(round(goal.timeout_s)), movement_type=goal.movement_type,
-                                     max_speed=speed, speed_profile=goal.speed_profile)
+        target = p.Target(int(round(goal.x)), int(round(goal.y)), angle, goal.angle_mode)
+        return p.MotorTarget(control_id, target, timeout_s=int(round(goal.timeout_s)), movement_type=goal.movement_type,
+                             max_speed=speed, speed_profile=goal.speed_profile).encode()
 
     def _on_move_to_pose(self, goal: MoveToPose) -> None:
         node = self.host

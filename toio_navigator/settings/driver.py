@@ -124,23 +124,23 @@ class DriverConfig:
                              supports: Callable[[firmware.Feature], bool]) -> list[bytes]:
         """The configuration writes that set up a cube of protocol ``version`` for these settings, oldest
         features first; ``supports(feature)`` tells whether the cube has a feature (and reports one it lacks)."""
-        out = [p.encode_horizontal_threshold(self.horizontal_threshold_deg),
-               p.encode_collision_threshold(self.collision_threshold)]
+        out = [p.ConfigWrite.horizontal_threshold(self.horizontal_threshold_deg).encode(),
+               p.ConfigWrite.collision_threshold(self.collision_threshold).encode()]
         if supports(firmware.DOUBLE_TAP):
             out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (self.double_tap_interval,)).encode())
         if supports(firmware.ID_NOTIFICATION_SETTINGS):
-            out += [p.encode_id_notification(self.id_notify_interval_10ms, self.id_notify_condition),
-                    p.encode_id_missed_sensitivity(self.id_missed_10ms)]
+            out += [p.ConfigWrite.id_notification(self.id_notify_interval_10ms, self.id_notify_condition).encode(),
+                    p.ConfigWrite.id_missed_sensitivity(self.id_missed_10ms).encode()]
         if self.wheel_speed_notify and supports(firmware.WHEEL_SPEED):
-            out.append(p.encode_motor_speed_notification(True))
+            out.append(p.ConfigWrite.motor_speed_notification(True).encode())
         if self.imu == 'quaternion' and supports(firmware.POSTURE_QUATERNION):
-            out.append(p.encode_posture_notification(2, self.imu_interval_10ms, 0))
+            out.append(p.ConfigWrite.posture_notification(2, self.imu_interval_10ms, 0).encode())
         elif self.imu != 'off' and supports(firmware.POSTURE_EULER):
-            out.append(p.encode_posture_notification(1, self.imu_interval_10ms, 0))
+            out.append(p.ConfigWrite.posture_notification(1, self.imu_interval_10ms, 0).encode())
         if self.magnet == 'force' and supports(firmware.MAGNET_FORCE):
-            out.append(p.encode_magnetic_sensor(2, self.magnet_interval_20ms, 1))
+            out.append(p.ConfigWrite.magnetic_sensor(2, self.magnet_interval_20ms, 1).encode())
         elif self.magnet == 'state' and firmware.MAGNET_FORCE.available(version):    # the newer form of 0x1B
-            out.append(p.encode_magnetic_sensor(1, self.magnet_interval_20ms, 1))
+            out.append(p.ConfigWrite.magnetic_sensor(1, self.magnet_interval_20ms, 1).encode())
         elif self.magnet == 'state' and supports(firmware.MAGNET_STATE):
             out.append(p.ConfigWrite(p.ConfigCommand.MAGNETIC_SENSOR, (1,)).encode())
         return out
