@@ -163,6 +163,29 @@ def test_driver_configures_the_cube_and_sends_motor_commands_with_their_duration
     assert all(not resp for u, _d, _op, resp in cube.frames if u == MOTOR)
 
 
+def test_a_stamped_motor_command_runs_only_until_its_stamp_plus_duration(rig):
+    """A command delayed on its way runs for what is left of it; one older than its duration is not sent."""
+    cube, driver, probe, ex = rig()
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    assert spin_until(ex, lambda: b'\x1c\x00\x01' in cube.written(CONFIG) and cmd.get_subscription_count() > 0)
+
+    def stamped(left, age_s, duration_ms):
+        m = msg.MotorCommand(left=left, right=left, duration_ms=duration_ms)
+        m.header.stamp = (driver.get_clock().now() - rclpy.duration.Duration(seconds=age_s)).to_msg()
+        return m
+
+    cmd.publish(stamped(40, 1.0, 500))                 # decided a second ago: its 500 ms are over
+    cmd.publish(stamped(50, 0.3, 1000))                # 300 ms late: about 700 ms are left of it
+    assert spin_until(ex, lambda: any(w[3] == 50 for w in cube.written(MOTOR)))
+    writes = [w for w in cube.written(MOTOR) if w[3] in (40, 50)]
+    assert [w[3] for w in writes] == [50]              # the expired command never reached the cube
+    assert 55 <= writes[0][7] <= 70                    # x10 ms: what is left, never the whole second
+    assert driver.link_diagnostics()['motor_expired'] == '1'
+    unstamped = msg.MotorCommand(left=60, right=60, duration_ms=300)    # no stamp: the duration from arrival
+    cmd.publish(unstamped)
+    assert spin_until(ex, lambda: b'\x02\x01\x01\x3c\x02\x01\x3c\x1e' in cube.written(MOTOR))
+
+
 def test_position_notification_becomes_state_pose_and_odometry(rig):
     cube, driver, probe, ex = rig(publish_odom=True)
     states, poses, odoms = [], [], []

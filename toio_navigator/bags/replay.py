@@ -9,8 +9,8 @@ decision is compared field by field, within tolerances, with the recorded NavRes
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
 divergence names the time, topic, field and both values.
 
-What the replay still assumes: a MotorCommand (no header) belongs to the tick of the same cube's next command in
-order; run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
+What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
+recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
 are used); a goal re-sent with the same id and fields is not seen as new.
 """
 from __future__ import annotations
@@ -235,8 +235,8 @@ def _ticks(results, notes: list[str]) -> list[Tick]:
 
 
 def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, list[tuple[int, int, int]]]:
-    """Each cube's MotorCommands in the order sent. A MotorCommand has no header, and a busy recorder receives
-    the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
+    """Each cube's MotorCommands in the order sent. Older bags' MotorCommands have no stamp, and a busy recorder
+    receives the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
     ones received before the cube's first recorded NavResult belong to ticks the bag does not hold."""
     first = {}
     for t in ticks:

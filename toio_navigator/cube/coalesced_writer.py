@@ -27,12 +27,15 @@ class CoalescedWriter:
         self._last = -math.inf
         self.writes = self.coalesced = self.failed = 0
         self.delayed = 0        # writes held back to keep min_interval_s
+        self.expired = 0        # writes whose function said there was nothing left to write
         self.last_error = ''
 
-    def submit(self, data: bytes) -> None:
+    def submit(self, data: bytes | Callable[[], bytes | None]) -> None:
+        """Queue ``data``, or a function giving the bytes at the moment of writing (None: nothing to write any
+        more, e.g. a command that expired while it waited)."""
         self._loop.call_soon_threadsafe(self._put, data)
 
-    def _put(self, data: bytes) -> None:
+    def _put(self, data: bytes | Callable[[], bytes | None]) -> None:
         if self._pending is not None:
             self.coalesced += 1
         self._pending = data
@@ -47,6 +50,11 @@ class CoalescedWriter:
                 await asyncio.sleep(wait)
             data, self._pending = self._pending, None
             try:
+                if callable(data):
+                    data = data()
+                    if data is None:
+                        self.expired += 1
+                        continue
                 await self._write(data)
                 self.writes += 1
             except (TransportError, ProtocolError) as exc:

@@ -104,6 +104,7 @@ class CubeDriverNode(Node):
         self._pose: tuple[float, float, float] | None = None
         self._held_jump: tuple[float, float, float] | None = None
         self.outliers_held = 0
+        self.commands_expired = 0       # stamped motor commands that arrived after their end
         self.bad_notifications = 0
         self.position_notifications = 0
         self.notifications = 0
@@ -293,6 +294,7 @@ class CubeDriverNode(Node):
             'bad_notifications': str(self.bad_notifications), 'pose_outliers_held': str(self.outliers_held),
             'motor_writes': str(self.motor.writes), 'motor_coalesced': str(self.motor.coalesced),
             'motor_delayed': str(self.motor.delayed), 'motor_failed': str(self.motor.failed),
+            'motor_expired': str(self.commands_expired + self.motor.expired),
         }
 
     def _publish_link_status(self, state: int | None = None) -> None:
@@ -313,11 +315,19 @@ class CubeDriverNode(Node):
             raise TransportError('not connected')
         await self.transport.write(p.Characteristic.MOTOR_CONTROL, data)
 
-    def send_wheels(self, left: int, right: int, duration_ms: int) -> None:
-        """Queue a 0x02 motor write (already clipped speeds; duration 10..2550 ms)."""
-        data = p.MotorControlTimed(left, right, duration_ms // 10).encode()
+    def send_wheels(self, left: int, right: int, duration_ms: int, expires_at: float | None = None) -> None:
+        """Queue a 0x02 motor write (already clipped speeds; duration 10..2550 ms). With ``expires_at`` (a
+        time.monotonic() instant) the duration is what is left until then when the write goes out (the write may
+        wait for the cube's minimum write interval), and nothing is written once it has passed."""
         self._last_sign = (-1 if left < 0 else 1, -1 if right < 0 else 1)
-        self.motor.submit(data)
+        if expires_at is None:
+            self.motor.submit(p.MotorControlTimed(left, right, duration_ms // 10).encode())
+            return
+
+        def remaining_command() -> bytes | None:
+            left_10ms = min(duration_ms, int((expires_at - time.monotonic()) * 1000.0)) // 10
+            return p.MotorControlTimed(left, right, left_10ms).encode() if left_10ms >= 1 else None
+        self.motor.submit(remaining_command)
 
     def _on_motor_cmd(self, msg: MotorCommand) -> None:
         cfg = self.config
@@ -327,8 +337,24 @@ class CubeDriverNode(Node):
                                       throttle_duration_sec=5.0)
             duration = 2550
         duration = max(duration, 10)
+        expires_at = None
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if stamp_ns > 0 and cfg.expire_by_stamp:
+            # a command delayed on the way (a busy host, a network that held it back) runs only until the end
+            # its sender meant, so a cube never drives on a stale decision for longer than duration_ms
+            age_s = (self.get_clock().now().nanoseconds - stamp_ns) / 1e9
+            if age_s * 1000.0 >= duration or age_s < -1.0:
+                self.commands_expired += 1
+                self.get_logger().warning(
+                    f'{self.cube}: motor_cmd stamped {age_s * 1000.0:.0f} ms ago arrived after its {duration} ms: '
+                    'dropped (a slow link, or clocks out of sync between hosts: run chrony/NTP, or set '
+                    'expire_by_stamp false)', throttle_duration_sec=5.0)
+                if age_s >= 0:
+                    return
+                age_s = 0.0        # a stamp from the future: the sender's clock is ahead; run from arrival
+            expires_at = time.monotonic() + duration / 1000.0 - max(age_s, 0.0)
         self.send_wheels(conversions.clip_motor(msg.left, cfg.max_motor, cfg.dead_zone),
-                         conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), duration)
+                         conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), duration, expires_at)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         cfg = self.config
@@ -435,10 +461,11 @@ class CubeDriverNode(Node):
             self.loop.call_soon_threadsafe(self._version_event.set)
 
     def _publish_state(self) -> None:
+        """Publish a state that changed without a new position (position missed, button, standard ID, link):
+        stamped now, so no two different states share a stamp (a replay finds the state a tick used by it)."""
         with self.lock:
             s = self._state
-            if self._pose is None:
-                s.header.stamp = self.get_clock().now().to_msg()
+            s.header.stamp = self.get_clock().now().to_msg()
             try:
                 self._pub_state.publish(s)
             except RuntimeError:    # InvalidHandle / RCLError: the node or its context went away meanwhile

@@ -157,8 +157,9 @@ class NavigatorNode(Node):
         decisions = self.controller.step(stamp_seconds(now.nanoseconds))
         for cmd in decisions:          # wheel commands first: they are what the latency budget is about
             if cmd.motor is not None:
-                self.cmd_pubs[cmd.cube].publish(MotorCommand(left=cmd.motor[0], right=cmd.motor[1],
-                                                             duration_ms=cmd.motor[2]))
+                m = MotorCommand(left=cmd.motor[0], right=cmd.motor[1], duration_ms=cmd.motor[2])
+                m.header.stamp = stamp     # the driver runs it until stamp + duration at the latest
+                self.cmd_pubs[cmd.cube].publish(m)
         for cmd in decisions:
             r = NavResult(cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active, waypoint_x=cmd.waypoint[0],
                           waypoint_y=cmd.waypoint[1], speed_limit=cmd.speed_limit,

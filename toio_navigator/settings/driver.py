@@ -38,6 +38,9 @@ PARAMS = ParamSet(
           high=1_000_000),
     Param('motor_duration_ms', 250, 'safety duration of a MotorCommand with duration_ms 0 and of cmd_vel, ms',
           low=10, high=2550, runtime=True),
+    Param('expire_by_stamp', True, 'a stamped MotorCommand runs until its stamp + duration_ms at the latest (a late '
+          'command only for what is left; needs the hosts\' clocks in sync); false = the whole duration from arrival',
+          runtime=True),
     Param('min_motor_interval_ms', 45, 'motor writes closer than this are coalesced (the cube ignores them), ms',
           low=0, high=1000, runtime=True),
     Param('max_motor', MOTOR_MAX, 'firmware speed limit, motor units (100 on firmware 2.0.0)', low=1, high=255,
@@ -91,6 +94,7 @@ class DriverConfig:
     io_timeout_s: float
     backoff: BackoffPolicy
     motor_duration_ms: int
+    expire_by_stamp: bool
     min_motor_interval_s: float
     max_motor: int
     dead_zone: int
@@ -165,7 +169,8 @@ class DriverConfig:
             cube=cube, transport=v['transport'], ble_name=v['ble_name'], ble_address=v['ble_address'],
             ble_adapter=v['ble_adapter'], ble_scan_timeout_s=v['ble_scan_timeout_s'],
             connect_timeout_s=v['connect_timeout_s'], io_timeout_s=v['io_timeout_s'], backoff=backoff,
-            motor_duration_ms=v['motor_duration_ms'], min_motor_interval_s=v['min_motor_interval_ms'] / 1000.0,
+            motor_duration_ms=v['motor_duration_ms'], expire_by_stamp=v['expire_by_stamp'],
+            min_motor_interval_s=v['min_motor_interval_ms'] / 1000.0,
             max_motor=v['max_motor'], dead_zone=v['dead_zone'], publish_odom=v['publish_odom'],
             frame_id=v['frame_id'], id_notify_interval_10ms=v['id_notify_interval_ms'] // 10,
             id_notify_condition=_CONDITIONS[v['id_notify_condition']], id_missed_10ms=v['id_missed_ms'] // 10,
