@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'repair': ('toio_navigator.bags.repair_cli',
                'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
+    'rviz-config': ('toio_navigator.nodes.rviz_config', 'write the rviz2 config for the cubes of a bringup'),
 }
 
 
