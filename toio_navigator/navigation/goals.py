@@ -35,14 +35,17 @@ FIRST_OWN_GOAL_ID = 1 << 30
 
 @dataclass(frozen=True)
 class GoalPolicy:
-    """When a goal that gives up fails."""
+    """When a goal that gives up fails, and how close a pose goal must come."""
     fail_after_s: float = 2.0         # stale or off the mat this long without a break: failed
     blocked_after_s: float = 10.0     # no progress this long: blocked (0 = never)
     progress_distance: float = 10.0   # mat units closer than ever before counts as progress
+    # "reached" radius of goal_pose goals and of action goals that give none, mat units (13.6 mm; 0 = the
+    # navigator's tolerance): a pose from rviz2 or a script asks for that spot, not the swarm's looser default
+    pose_tolerance: float = 10.0
 
     def check(self) -> None:
         """ValueError naming the first bad field."""
-        for name in ('fail_after_s', 'blocked_after_s', 'progress_distance'):
+        for name in ('fail_after_s', 'blocked_after_s', 'progress_distance', 'pose_tolerance'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f'{name}: must be a finite number >= 0, got {v}')

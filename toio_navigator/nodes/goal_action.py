@@ -136,8 +136,9 @@ class GoalInterfaces:
         if not (math.isfinite(tolerance_m) and tolerance_m >= 0):
             return None, f'tolerance {tolerance_m} m is not a finite number >= 0'
         x, y, _theta = conversions.mat_pose_from_pose(pose.pose)
+        tolerance = conversions.mat_length(tolerance_m) if tolerance_m > 0 else self.book.policy.pose_tolerance
         goal = NavGoal(goal_id=self.book.next_goal_id(), cube=cube, x=x, y=y, direction=TOWARDS,
-                       max_speed=float(max_speed), tolerance=conversions.mat_length(tolerance_m))
+                       max_speed=float(max_speed), tolerance=tolerance)
         return goal, ''
 
     # ---------------------------------------------------------------------------------------- the action

@@ -78,6 +78,9 @@ NODE_PARAMS = (
           runtime=True),
     Param('goal_progress_distance', _POLICY.progress_distance, 'coming this much closer to the goal than ever '
           'before counts as progress, mat units', low=0.0, low_open=True, high=1000.0, runtime=True),
+    Param('goal_pose_tolerance', _POLICY.pose_tolerance, '"reached" radius of goal_pose goals and of action '
+          'goals that give none, mat units (>= handle_tolerance; 0 = tolerance)', low=0.0, high=1000.0,
+          runtime=True),
     # frames (REP 103): goal_pose / action goals are accepted in frame_id or map_frame (or ""); TF on /tf
     Param('frame_id', FRAME_ID, "frame of the cubes' poses (the drivers' frame_id): the TF parent of every cube "
           'and the frame goal poses must be in'),
@@ -196,6 +199,10 @@ def navigator_config(values: dict[str, object]) -> NavigatorConfig:
     params, handle = NavigatorParams(), CubeHandleParams()
     for spec in REFERENCE_PARAMS:
         params, handle = apply_reference_parameter(params, handle, spec.name, v[spec.name])
-    goals = GoalPolicy(v['goal_fail_after_s'], v['goal_blocked_after_s'], v['goal_progress_distance'])
+    goals = GoalPolicy(v['goal_fail_after_s'], v['goal_blocked_after_s'], v['goal_progress_distance'],
+                       v['goal_pose_tolerance'])
+    if 0 < goals.pose_tolerance < settings.handle_tolerance:
+        raise SettingError('goal_pose_tolerance', f'must be 0 or >= handle_tolerance ({settings.handle_tolerance:g}: '
+                           f'the cube stops within that), got {goals.pose_tolerance:g}')
     return NavigatorConfig(settings, params, handle, v['markers_every'], v['tick_on_fresh_states'], goals,
                            _frames(v))
