@@ -28,12 +28,13 @@ class Probe:
         self.executor.add_node(self.node)
 
     def spin_until(self, condition, timeout: float, what: str) -> None:
-        """Spin until ``condition()``; a dead child or the deadline fails the test, saying what was awaited."""
+        """Spin until ``condition()``; a dead child or the deadline fails the test, saying what was awaited
+        (``what``: text, or a function giving it at that moment)."""
         deadline = time.monotonic() + timeout
         while not condition():
             dead = self.children.check()
-            assert not dead, f'{dead} died while waiting for {what}; logs in {self.log_dir}'
-            assert time.monotonic() < deadline, f'timed out waiting for {what}; logs in {self.log_dir}'
+            assert not dead, f'{dead} died while waiting for {_text(what)}; logs in {self.log_dir}'
+            assert time.monotonic() < deadline, f'timed out waiting for {_text(what)}; logs in {self.log_dir}'
             self.executor.spin_once(timeout_sec=0.02)
 
     def spin_for(self, seconds: float) -> None:
@@ -99,3 +100,7 @@ def cube_state(cube: str, x: float, y: float, theta: float, stamp, on_mat: bool 
     msg.header.stamp = stamp
     msg.header.frame_id = 'mat'
     return msg
+
+
+def _text(what) -> str:
+    return what() if callable(what) else what

@@ -8,7 +8,7 @@ per cube that publishes to ``<cube>/goal_pose`` (the Tool Properties panel shows
 
 ``DISPLAY_TYPES`` names the message type each display and tool class reads or writes; test/test_rviz_config.py
 runs each profile's bringup and checks every topic of the generated file against the live graph with it.
-The files in config/ are this module's output for the profiles' own YAML (``toio-nav rviz-config --check``
+The files in config/ (``bringup.rviz_file``) are its output for the profiles' own YAML (``--check``
 says whether they are current). No ROS import: this writes YAML.
 """
 from __future__ import annotations
@@ -36,11 +36,6 @@ TF_TOPICS = ('/tf', '/tf_static')
 #: the mat's centre in frame mat (metres): the collection mat spans units 45..455 (0.06..0.62 m)
 _CENTRE = (0.34, -0.34)
 _SIM_PROFILES = ('sim', 'arena')
-
-
-def file_name(profile: str) -> str:
-    """config/ file of a profile's rviz configuration."""
-    return 'toio_navigator.rviz' if profile == 'sim' else f'toio_navigator_{profile}.rviz'
 
 
 def _topic(name: str, depth: int = 5, reliable: bool = True, latched: bool = False) -> dict:
@@ -154,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     text = render(args.profile, cubes, " ".join(p.name for p in args.params_file or ()))
     if args.check:
-        path = bringup.config_dir() / file_name(args.profile)
+        path = bringup.config_dir() / bringup.rviz_file(args.profile)
         if not path.is_file() or path.read_text() != text:
             print(f'rviz-config: {path} is not current: toio-nav rviz-config --profile {args.profile} -o {path}',
                   file=sys.stderr)
