@@ -71,16 +71,17 @@ def start_navigator(tmp_path: Path, env: dict, cubes: list[str], extra_yaml: str
                          f'/**:\n  ros__parameters:\n    cubes: [{", ".join(cubes)}]\n'
                          f'navigator:\n  ros__parameters:\n    tick_on_fresh_states: false\n{extra_yaml}')
     nodes = [(spec, ns) for spec, ns in bringup.plan('sim', cubes) if spec.executable == 'navigator']
-    return _start(tmp_path, env, nodes, files, 'navigator_probe')
+    return start_nodes(tmp_path, env, nodes, files, 'navigator_probe')
 
 
 def start_bringup(tmp_path: Path, env: dict, profile: str, cubes: list[str], yaml_text: str) -> Probe:
     """A profile's nodes for ``cubes`` with config/navigator.yaml, the profile's YAML and ``yaml_text``."""
     files = bringup.profile_files(profile) + write_params(tmp_path / 'test.yaml', yaml_text)[1:]
-    return _start(tmp_path, env, bringup.plan(profile, cubes), files, f'{profile}_probe')
+    return start_nodes(tmp_path, env, bringup.plan(profile, cubes), files, f'{profile}_probe')
 
 
-def _start(tmp_path: Path, env: dict, nodes, files, name: str) -> Probe:
+def start_nodes(tmp_path: Path, env: dict, nodes, files, name: str) -> Probe:
+    """``nodes`` ((NodeSpec, namespace) pairs) with parameter ``files``, logs in tmp_path/logs, and a probe."""
     children = bringup.Children()
     log_dir = tmp_path / 'logs'
     children.start(nodes, files, env=env, log_dir=log_dir)

@@ -27,7 +27,7 @@ from toio_navigator import units  # noqa: E402
 NavigateToPose = action.NavigateToPose
 R = NavigateToPose.Result
 CUBES = ['cube1', 'cube2', 'cube3']
-FAIL_AFTER_S, BLOCKED_AFTER_S = 1.0, 3.0
+FAIL_AFTER_S, BLOCKED_AFTER_S = 1.5, 3.0
 
 
 class Navigator:

@@ -16,9 +16,10 @@ rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 tf2_msgs = pytest.importorskip('tf2_msgs.msg')
 
-from goal_probe import cube_state, start_navigator  # noqa: E402
+from goal_probe import cube_state, start_navigator, start_nodes, write_params  # noqa: E402
 
 from toio_navigator import units  # noqa: E402
+from toio_navigator.nodes import bringup  # noqa: E402
 
 #: tf2_msgs/msg/TFMessage's RIHS01 hash on ROS 2 Jazzy (as `ros2 topic info -v /tf` prints it on a ROS machine)
 JAZZY_TFMESSAGE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'
@@ -94,5 +95,34 @@ def test_tf_carries_every_cube_from_its_pose_and_the_static_map_frame(tmp_path, 
         (t,) = static[0].transforms
         assert (t.header.frame_id, t.child_frame_id) == ('map', 'mat')
         assert (t.transform.translation.x, t.transform.translation.y, t.transform.rotation.w) == (0.0, 0.0, 1.0)
+    finally:
+        probe.close()
+
+
+def test_a_driver_with_publish_tf_broadcasts_its_own_cube(tmp_path, child_env):
+    """For a cube run without a navigator (teleoperation): the driver's own TF, from the pose it publishes."""
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    files = write_params(tmp_path / 'driver_tf.yaml',
+                         '/**:\n  ros__parameters:\n    cubes: [cube1]\n'
+                         '/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    publish_tf: true\n'
+                         'mat_sim:\n  ros__parameters:\n    initial_poses: [200.0, 300.0, 0.7]\n')
+    nodes = [(spec, ns) for spec, ns in bringup.plan('sim', ['cube1']) if spec.executable != 'navigator']
+    probe = start_nodes(tmp_path, child_env, nodes, files, 'driver_tf_probe')
+    try:
+        transforms, poses = [], []
+        probe.node.create_subscription(tf2_msgs.TFMessage, '/tf', lambda m: transforms.extend(m.transforms),
+                                       QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        probe.node.create_subscription(PoseStamped, 'cube1/pose', poses.append, 10)
+        probe.spin_until(lambda: transforms and poses, 60.0, "the driver's TF and pose")
+        t, pose = transforms[-1], poses[-1].pose
+        assert (t.header.frame_id, t.child_frame_id) == ('mat', 'cube1/base_link')
+        assert (t.transform.translation.x, t.transform.translation.y) == \
+            pytest.approx((pose.position.x, pose.position.y), abs=0.002)
+        assert yaw(t.transform.rotation) == pytest.approx(-0.7, abs=0.02)
+        probe.spin_until(lambda: ('/tf', ['tf2_msgs/msg/TFMessage']) in
+                         probe.node.get_publisher_names_and_types_by_node('cube_driver', '/cube1'), 30.0,
+                         'the driver in the graph as the /tf publisher')
     finally:
         probe.close()
