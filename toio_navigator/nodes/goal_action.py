@@ -117,15 +117,16 @@ class GoalInterfaces:
 
     # ---------------------------------------------------------------------------------------- goal_pose
     def _on_goal_pose(self, cube: str, msg: PoseStamped) -> None:
-        goal, reason = self._goal_from_pose(cube, msg, 0.0, 0.0)
-        if reason:
-            self.node.get_logger().warning(f'goal_pose for {cube} refused: {reason}')
-            return
-        if not self._told_orientation:
-            self._told_orientation = True
-            self.node.get_logger().info('goal_pose: the position is followed, the orientation is not (the '
-                                        'navigator steers cubes to points; docs/goals.md)')
-        self.apply(cube, goal, GOAL_POSE, give_up=True)
+        with self.lock:
+            goal, reason = self._goal_from_pose(cube, msg, 0.0, 0.0)
+            if reason:
+                self.node.get_logger().warning(f'goal_pose for {cube} refused: {reason}')
+                return
+            if not self._told_orientation:
+                self._told_orientation = True
+                self.node.get_logger().info('goal_pose: the position is followed, the orientation is not (the '
+                                            'navigator steers cubes to points; docs/goals.md)')
+            self.apply(cube, goal, GOAL_POSE, give_up=True)
 
     def _goal_from_pose(self, cube: str, pose: PoseStamped, max_speed: float, tolerance_m: float):
         """(NavGoal in mat units, '') or (None, the reason a pose cannot be a goal)."""
