@@ -121,8 +121,12 @@ def test_a_driver_with_publish_tf_broadcasts_its_own_cube(tmp_path, child_env):
         assert (t.transform.translation.x, t.transform.translation.y) == \
             pytest.approx((pose.position.x, pose.position.y), abs=0.002)
         assert yaw(t.transform.rotation) == pytest.approx(-0.7, abs=0.02)
-        probe.spin_until(lambda: ('/tf', ['tf2_msgs/msg/TFMessage']) in
-                         probe.node.get_publisher_names_and_types_by_node('cube_driver', '/cube1'), 30.0,
-                         'the driver in the graph as the /tf publisher')
+
+        def driver_publishes_tf() -> bool:     # asking about a node not discovered yet raises
+            return ('cube_driver', '/cube1') in probe.node.get_node_names_and_namespaces() and \
+                ('/tf', ['tf2_msgs/msg/TFMessage']) in \
+                probe.node.get_publisher_names_and_types_by_node('cube_driver', '/cube1')
+
+        probe.spin_until(driver_publishes_tf, 30.0, 'the driver in the graph as the /tf publisher')
     finally:
         probe.close()
