@@ -125,7 +125,13 @@ def test_navigator_parameters(case):
             want = navigator.PARAMS[n].check(values[n])
             got = (getattr(config.settings, n) if n in navigator.SETTING_PARAMETERS else refs[n] if n in refs
                    else {'markers_every': config.markers_every,
-                         'tick_on_fresh_states': config.tick_on_fresh_states}[n])
+                         'tick_on_fresh_states': config.tick_on_fresh_states,
+                         'goal_fail_after_s': config.goals.fail_after_s,
+                         'goal_blocked_after_s': config.goals.blocked_after_s,
+                         'goal_progress_distance': config.goals.progress_distance,
+                         'goal_pose_tolerance': config.goals.pose_tolerance,
+                         'frame_id': config.frames.frame_id, 'base_frame': config.frames.base_frame,
+                         'map_frame': config.frames.map_frame, 'publish_tf': config.frames.publish_tf}[n])
             assert got == want, n
 
 

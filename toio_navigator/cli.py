@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
     'fake-bluez': ('toio_navigator.sim.bluez.cli',
                    'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
+    'rviz-config': ('toio_navigator.nodes.rviz_config', 'write the rviz2 config for the cubes of a bringup'),
 }
 
 

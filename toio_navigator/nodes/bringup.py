@@ -56,6 +56,11 @@ PROFILE_FILES = {'sim': ('navigator.yaml', 'sim.yaml'), 'real': ('navigator.yaml
                  'arena': ('navigator.yaml', 'arena.yaml')}
 
 
+def rviz_file(profile: str) -> str:
+    """The profile's rviz2 configuration in config/ (written by ``toio-nav rviz-config``, nodes/rviz_config.py)."""
+    return 'toio_navigator.rviz' if profile == 'sim' else f'toio_navigator_{profile}.rviz'
+
+
 class BringupError(ValueError):
     """The bringup cannot start: a missing or malformed YAML, no cube list."""
 
@@ -138,9 +143,9 @@ def ros_args(param_files: list[Path], namespace: str = '', extra: list[str] | No
 def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
-    Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with
-    config/toio_navigator.rviz), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for
-    the ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
+    Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with the profile's
+    :func:`rviz_file`), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for the
+    ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.conditions import IfCondition
@@ -165,7 +170,7 @@ def launch_description(profile: str):
         return launched
 
     rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-                arguments=['-d', str(config_dir() / 'toio_navigator.rviz')],
+                arguments=['-d', str(config_dir() / rviz_file(profile))],
                 condition=IfCondition(LaunchConfiguration('rviz')))
     arguments = [
         DeclareLaunchArgument('params_file', default_value='', description='extra parameter YAML, applied last'),

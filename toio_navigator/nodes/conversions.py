@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Twist
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Transform, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 
 from toio_navigator import units
@@ -55,6 +56,26 @@ def fill_pose(pose: Pose, x: float, y: float, theta: float) -> None:
 def metres(length: float) -> float:
     """A length (or a size) in mat units, in metres."""
     return length * units.METRES_PER_UNIT
+
+
+def mat_length(length_m: float) -> float:
+    """A length (or a size) in metres, in mat units."""
+    return length_m * units.UNITS_PER_METRE
+
+
+def fill_transform(transform: Transform, x: float, y: float, theta: float) -> None:
+    """A mat pose (units, y down, clockwise rad) as the transform frame ``mat`` -> the cube's body (REP 103)."""
+    transform.translation.x, transform.translation.y = units.mat_to_ros_xy(x, y)
+    transform.translation.z = 0.0
+    set_quaternion_from_yaw(transform.rotation, units.mat_to_ros_yaw(theta))
+
+
+def duration(seconds: float) -> Duration:
+    """Seconds as a builtin_interfaces/Duration; not finite or negative -> 0 (unknown), capped at a day."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        return Duration()
+    sec, nanosec = divmod(int(round(min(seconds, 86400.0) * 1e9)), 1_000_000_000)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def point(x: float, y: float, z: float = 0.0) -> Point:

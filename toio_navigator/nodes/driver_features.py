@@ -6,7 +6,8 @@ diagnostics, TF and move_to_pose (the firmware's own 0x03 target control). Topic
        move_to_pose (toio_navigator/MoveToPose); service move_to_pose/cancel (std_srvs/Trigger)
   out  imu (sensor_msgs/Imu), motion (toio_navigator/MotionState), magnet (toio_navigator/MagnetState),
        button (std_msgs/Bool, latched), battery (sensor_msgs/BatteryState), position_missed (std_msgs/Bool,
-       latched), move_to_pose/result (toio_navigator/MoveToPoseResult), /diagnostics, /tf (where tf2_ros exists)
+       latched), move_to_pose/result (toio_navigator/MoveToPoseResult), /diagnostics, /tf (publish_tf: off by
+       default, the navigator broadcasts every cube's transform)
 
 Lights are coalesced (at most one write per ``light_min_interval_s``, newest wins: a burst of N messages over T
 seconds gives at most 1 + ceil(T / interval) writes); sounds are rate-limited (a sound sooner than
@@ -34,9 +35,9 @@ from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import LightCommand, MagnetState, Melody, MotionState, MoveToPose, MoveToPoseResult
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.qos import LATCHED
+from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.settings.driver import DriverConfig
 
-_TF_SKIP_LOGGED = False
 _TARGET_TEXT = {r.value: r.name.lower().replace('_', ' ') for r in p.TargetResult}
 
 
@@ -96,9 +97,7 @@ class DriverFeatures:
         self._pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         if cfg.diagnostics_period_s > 0:
             node.create_timer(cfg.diagnostics_period_s, self.publish_diagnostics)
-        self._tf = None
-        if cfg.publish_tf:
-            self._tf = self._make_tf_broadcaster()
+        self._tf = TfBroadcaster(node, cfg.frame_id) if cfg.publish_tf else None
 
     def _writer(self, char: p.Characteristic) -> Callable[[bytes], object]:
         async def write(data: bytes) -> None:
@@ -107,19 +106,6 @@ class DriverFeatures:
                 raise TransportError('not connected')
             await t.write(char, data)
         return write
-
-    def _make_tf_broadcaster(self):
-        try:        # tf2_ros is optional: without it pose and odom still carry the pose
-            from geometry_msgs.msg import TransformStamped
-            from tf2_ros import TransformBroadcaster
-        except ImportError as exc:
-            global _TF_SKIP_LOGGED
-            if not _TF_SKIP_LOGGED:          # once per process, not once per cube
-                _TF_SKIP_LOGGED = True
-                self.node.get_logger().info(f'TF not published: tf2_ros is not available ({exc}); '
-                                            'pose and odom carry the same information')
-            return None
-        return TransformBroadcaster(self.node), TransformStamped
 
     def handlers(self) -> dict[type, Callable]:
         return {p.PostureQuaternion: self._on_posture, p.PostureEuler: self._on_posture,
@@ -133,17 +119,8 @@ class DriverFeatures:
             self._pub_missed.publish(Bool(data=self._missed))
 
     def on_pose(self, pose: tuple[float, float, float], stamp) -> None:
-        if self._tf is None:
-            return
-        broadcaster, TransformStamped = self._tf
-        t = TransformStamped()
-        t.header.stamp = stamp
-        t.header.frame_id = self.host.config.frame_id
-        t.child_frame_id = self._frame
-        ps = conversions.pose_stamped(*pose, stamp)
-        t.transform.translation.x, t.transform.translation.y = ps.pose.position.x, ps.pose.position.y
-        t.transform.rotation = ps.pose.orientation
-        broadcaster.sendTransform(t)
+        if self._tf is not None:
+            self._tf.publish([(self._frame, *pose, stamp.sec * 1_000_000_000 + stamp.nanosec)])
 
     def on_motion(self, note: p.MotionSensor) -> None:
         m = MotionState(flat=note.horizontal, collision=note.collision, double_tap=bool(note.double_tap),

@@ -1,9 +1,12 @@
 """The navigator node: every cube's state in, one swarm step per tick, waypoints and motor commands out.
 
 Topics (names relative, each cube's in its namespace ``/<cube>``):
-  in   ``<cube>/state`` CubeState, ``<cube>/goal`` NavGoal
-  out  ``<cube>/nav_result`` NavResult, ``<cube>/motor_cmd`` MotorCommand, ``navigator/markers`` MarkerArray
+  in   ``<cube>/state`` CubeState, ``<cube>/goal`` NavGoal, ``<cube>/goal_pose`` PoseStamped (metres, REP 103)
+  out  ``<cube>/nav_result`` NavResult, ``<cube>/motor_cmd`` MotorCommand, ``navigator/markers`` MarkerArray,
+       ``/tf`` (``mat`` -> ``<cube>/base_link``, one TFMessage per tick), ``/tf_static`` (``map`` -> ``mat``)
 Services: ``navigator/set_goal`` (SetGoal: accepted + reason), ``navigator/goal_status`` (GoalStatus).
+Actions: ``<cube>/navigate_to_pose`` (NavigateToPose: feedback, result with a reason, cancel stops the cube).
+Every goal, whichever way it comes, pre-empts the cube's previous one (:mod:`toio_navigator.nodes.goal_action`).
 
 This module only translates: ROS parameters <-> :class:`NavigatorSettings` and the core's parameter dataclasses
 (:mod:`toio_navigator.settings.navigator`, no rclpy), messages <-> :class:`~toio_navigator.navigation.controller.
@@ -27,10 +30,12 @@ from visualization_msgs.msg import MarkerArray
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
 from toio_navigator.navigation.controller import (STOP, TOWARDS, NavigatorSettings,  # noqa: F401 (older imports)
                                                   SwarmController, stamp_seconds)
+from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.markers import navigator_markers
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.settings.navigator import PARAMS, coerce_setting, navigator_config  # noqa: F401 (older imports)
+from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
 
@@ -48,9 +53,13 @@ class NavigatorNode(Node):
         self.parameters = NodeParameters(self, PARAMS)
         config = navigator_config(self.parameters.values)          # SettingError names a bad parameter
         settings = config.settings
-        # the controller's own clock (goal status only) is the ROS clock of the tick stamps
-        self.controller = SwarmController(settings, config.params, config.handle,
-                                          clock=lambda: stamp_seconds(self.get_clock().now().nanoseconds))
+        # the controller's own clock (goal status only) is the ROS clock of the tick stamps; so is the goals'
+        clock = lambda: stamp_seconds(self.get_clock().now().nanoseconds)  # noqa: E731
+        self.controller = SwarmController(settings, config.params, config.handle, clock=clock)
+        self.goals = GoalInterfaces(self, self.controller, config.goals, config.frames, clock)
+        self.frames = config.frames
+        self.tf = TfBroadcaster(self, config.frames.frame_id, config.frames.map_frame) \
+            if config.frames.publish_tf else None
         self.markers_every = config.markers_every
         self.tick_on_fresh = config.tick_on_fresh_states
         self.ticks = 0
@@ -83,6 +92,7 @@ class NavigatorNode(Node):
         c.walls = config.settings.wall_rows()
         c.params, c.handle = config.params, config.handle
         self.markers_every, self.tick_on_fresh = config.markers_every, config.tick_on_fresh_states
+        self.goals.set_policy(config.goals)
         if config.settings.rate_hz != old_rate:
             self.timer.cancel()
             self.destroy_timer(self.timer)
@@ -106,23 +116,12 @@ class NavigatorNode(Node):
         if not waiting and time.monotonic() - self.last_tick >= 0.8 / self.controller.settings.rate_hz:
             self._tick()
 
-    def _apply_goal(self, cube: str, goal) -> str:
-        reason = self.controller.set_goal(cube, goal.goal_id, goal.x, goal.y, goal.direction, goal.max_speed,
-                                          goal.tolerance, msg_cube=goal.cube)
-        if reason:
-            self.get_logger().warning(f'goal {goal.goal_id} for {cube!r} rejected: {reason}')
-        else:
-            self.get_logger().info(f'goal {goal.goal_id} for {cube}: ' + (
-                'STOP' if goal.direction == STOP else
-                f'{"TOWARDS" if goal.direction == TOWARDS else "AWAY"} ({goal.x:.1f}, {goal.y:.1f})'))
-        return reason
-
     def _on_goal(self, cube: str, msg) -> None:
-        self._apply_goal(cube, msg)
+        self.goals.apply(cube, msg, GOAL_TOPIC)
 
     def _srv_set_goal(self, request, response):
         goal = request.goal
-        reason = self._apply_goal(goal.cube, goal) if goal.cube else 'goal.cube is empty'
+        reason = self.goals.apply(goal.cube, goal, SET_GOAL) if goal.cube else 'goal.cube is empty'
         if not goal.cube:
             self.get_logger().warning(f'goal {goal.goal_id} rejected: {reason}')
         response.accepted = not reason
@@ -176,6 +175,11 @@ class NavigatorNode(Node):
                 r.goal_x, r.goal_y, r.direction = g.x, g.y, g.direction
                 r.max_speed, r.tolerance = g.max_speed, g.tolerance
             self.result_pubs[cmd.cube].publish(r)
+        self.goals.after_tick(decisions, stamp)
+        if self.tf is not None:
+            c = self.controller
+            self.tf.publish((self.frames.child(cube), *c.pose[i], int(c.stamp_ns[i]))
+                            for i, cube in enumerate(s.cubes) if c.stamp_ns[i] > 0)
         self.ticks += 1
         if self.ticks % self.markers_every == 0 and self.marker_pub.get_subscription_count() > 0:
             self.marker_pub.publish(navigator_markers(self.controller, stamp))

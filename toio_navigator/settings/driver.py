@@ -77,8 +77,8 @@ PARAMS = ParamSet(
     Param('move_result_margin_s', 2.0, 'report NO_ANSWER this long after a move_to_pose timeout without a result',
           low=0.0, high=_HOUR, runtime=True),
     Param('diagnostics_period_s', 1.0, 'publish /diagnostics this often (0 = off)', low=0.0, high=_HOUR),
-    Param('publish_tf', True, 'broadcast mat -> <cube>/base_link where tf2_ros exists (skipped with a log '
-                              'otherwise)'),
+    Param('publish_tf', False, 'broadcast frame_id -> <cube>/base_link on /tf from every pose (off: the navigator '
+                               'broadcasts every cube once per tick; turn on for a driver without a navigator)'),
 )
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from toio_navigator.navigation.controller import MODES, SATURATIONS, NavigatorSettings, planner_names
+from toio_navigator.navigation.goals import GoalPolicy
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.spec import FLOATS, STRINGS, Param, ParamSet, SettingError
-from toio_navigator.units import MOTOR_MAX
+from toio_navigator.units import FRAME_ID, MOTOR_MAX
 
 _DEFAULT = NavigatorSettings()
+_POLICY = GoalPolicy()
 
 #: the NavigatorSettings fields, as parameters
 SETTING_PARAMS = (
@@ -68,6 +70,25 @@ NODE_PARAMS = (
     Param('markers_every', 2, 'publish navigator/markers every N ticks', low=1, runtime=True),
     Param('tick_on_fresh_states', True, 'tick as soon as every live cube has reported (never faster than rate_hz)',
           runtime=True),
+    # goals from <cube>/goal_pose and the <cube>/navigate_to_pose action (topic and service goals never give up)
+    Param('goal_fail_after_s', _POLICY.fail_after_s, 'a goal_pose or action goal fails when its cube has been '
+          'stale or off the mat this long without a break, s', low=0.0, low_open=True, high=3600.0, runtime=True),
+    Param('goal_blocked_after_s', _POLICY.blocked_after_s, 'a goal_pose or action goal fails as blocked when its '
+          'cube has come no closer (by goal_progress_distance) for this long, s (0 = never)', low=0.0, high=3600.0,
+          runtime=True),
+    Param('goal_progress_distance', _POLICY.progress_distance, 'coming this much closer to the goal than ever '
+          'before counts as progress, mat units', low=0.0, low_open=True, high=1000.0, runtime=True),
+    Param('goal_pose_tolerance', _POLICY.pose_tolerance, '"reached" radius of goal_pose goals and of action '
+          'goals that give none, mat units (>= handle_tolerance; 0 = tolerance)', low=0.0, high=1000.0,
+          runtime=True),
+    # frames (REP 103): goal_pose / action goals are accepted in frame_id or map_frame (or ""); TF on /tf
+    Param('frame_id', FRAME_ID, "frame of the cubes' poses (the drivers' frame_id): the TF parent of every cube "
+          'and the frame goal poses must be in'),
+    Param('base_frame', 'base_link', 'TF child frame of a cube, after its namespace: <cube>/<base_frame>'),
+    Param('map_frame', 'map', 'a frame published on /tf_static as identical to frame_id (rviz2 and tools that '
+          'expect "map"); goal poses in it are accepted too; "" = none'),
+    Param('publish_tf', True, 'broadcast frame_id -> <cube>/<base_frame> for every cube on /tf (one TFMessage per '
+          'tick) and map_frame -> frame_id on /tf_static'),
 )
 
 _GROUPS = {'navigator': 'Navigator gain', 'avoid': 'HLAvoid constant', 'boids': 'Boids constant',
@@ -128,6 +149,32 @@ def apply_reference_parameter(params: NavigatorParams, handle: CubeHandleParams,
 
 
 @dataclass(frozen=True)
+class Frames:
+    """The navigator's TF frames: ``frame_id`` -> ``<cube>/<base_frame>`` on /tf, ``map_frame`` -> ``frame_id``
+    (identity) on /tf_static when ``map_frame`` is set."""
+    frame_id: str = FRAME_ID
+    base_frame: str = 'base_link'
+    map_frame: str = 'map'
+    publish_tf: bool = True
+
+    def child(self, cube: str) -> str:
+        return f'{cube}/{self.base_frame}'
+
+    def accepts(self, frame: str) -> bool:
+        """A goal pose in ``frame`` is in the mat frame: frame_id, map_frame (identical), or "" (unset)."""
+        return frame in ('', self.frame_id) or (bool(self.map_frame) and frame == self.map_frame)
+
+
+def _frames(v: dict) -> Frames:
+    for name in ('frame_id', 'base_frame'):
+        if not v[name].strip() or v[name] != v[name].strip():
+            raise SettingError(name, f'must be a frame name without spaces at either end, got {v[name]!r}')
+    if v['map_frame'] and v['map_frame'] in (v['frame_id'], v['base_frame']):
+        raise SettingError('map_frame', f'must differ from frame_id and base_frame, got {v["map_frame"]!r}')
+    return Frames(v['frame_id'], v['base_frame'], v['map_frame'], v['publish_tf'])
+
+
+@dataclass(frozen=True)
 class NavigatorConfig:
     """Everything the node runs with, from checked parameter values."""
     settings: NavigatorSettings
@@ -135,6 +182,8 @@ class NavigatorConfig:
     handle: CubeHandleParams
     markers_every: int
     tick_on_fresh_states: bool
+    goals: GoalPolicy
+    frames: Frames
 
 
 def navigator_config(values: dict[str, object]) -> NavigatorConfig:
@@ -150,4 +199,10 @@ def navigator_config(values: dict[str, object]) -> NavigatorConfig:
     params, handle = NavigatorParams(), CubeHandleParams()
     for spec in REFERENCE_PARAMS:
         params, handle = apply_reference_parameter(params, handle, spec.name, v[spec.name])
-    return NavigatorConfig(settings, params, handle, v['markers_every'], v['tick_on_fresh_states'])
+    goals = GoalPolicy(v['goal_fail_after_s'], v['goal_blocked_after_s'], v['goal_progress_distance'],
+                       v['goal_pose_tolerance'])
+    if 0 < goals.pose_tolerance < settings.handle_tolerance:
+        raise SettingError('goal_pose_tolerance', f'must be 0 or >= handle_tolerance ({settings.handle_tolerance:g}: '
+                           f'the cube stops within that), got {goals.pose_tolerance:g}')
+    return NavigatorConfig(settings, params, handle, v['markers_every'], v['tick_on_fresh_states'], goals,
+                           _frames(v))
