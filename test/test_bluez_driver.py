@@ -74,9 +74,11 @@ def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pos
     assert rig.probe.spin_until(lambda: rig.connected('cube1') and rig.state['cube1'], 60), \
         f'cube1 never connected: {rig.link["cube1"][-1:]}'
     assert rig.link['cube1'][-1].firmware_version == '2.4.0'
+    # states published while the firmware was still being read say CONNECTING; the next one says CONNECTED
+    assert rig.probe.spin_until(
+        lambda: rig.state['cube1'][-1].link_state == msg.CubeState.LINK_CONNECTED, 5), rig.state['cube1'][-1]
     state = rig.state['cube1'][-1]
     assert (state.x, state.y, state.on_mat) == (pytest.approx(100.0, abs=1.0), pytest.approx(250.0, abs=1.0), True)
-    assert state.link_state == msg.CubeState.LINK_CONNECTED
     # the driver subscribed and configured through GATT: 50 Hz positions, always (the driver's settings)
     assert rig.probe.spin_until(
         lambda: bytes.fromhex('18 00 02 00') in [w.data for w in rig.writes(0, C.CONFIGURATION)], 5)

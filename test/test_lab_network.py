@@ -252,8 +252,13 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     run.t_loss = time.time()
     lab.set_link('b', up=False)
     try:
+        # per cube, its latest answer: a status call that goes unanswered while the cable is out says nothing
+        # about staleness, so it does not overwrite what an earlier call said
+        run.stale_during_outage = {c: None for c in names}
         while time.time() < run.t_loss + OUTAGE_S - 0.5:
-            run.stale_during_outage = on_b.ask('status')['status']
+            for cube, answer in on_b.ask('status')['status'].items():
+                if answer is not None:
+                    run.stale_during_outage[cube] = answer
             if all(s and s['stale'] for s in run.stale_during_outage.values()):
                 break
             time.sleep(0.1)
