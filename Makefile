@@ -14,6 +14,10 @@ CON     := tools/ros/constraints-ros-jazzy.txt
 FIXUPS  := $(CURDIR)/tools/ros/pip_ros_fixups.cmake
 MSG_INPUTS := CMakeLists.txt package.xml $(wildcard msg/*.msg) $(wildcard action/*.action) $(wildcard srv/*.srv) \
               $(FIXUPS) toio_navigator/__init__.py $(wildcard scripts/*) $(wildcard launch/*) $(wildcard config/*)
+# tf2_msgs (for /tf) has no wheel: where no tf2_msgs is installed, the public definition is built into the venv
+TF2_DIR := tools/ros/tf2_msgs
+TF2_BUILD := $(V)/.build/tf2_msgs
+TF2_INPUTS := $(TF2_DIR)/CMakeLists.txt $(TF2_DIR)/package.xml $(wildcard $(TF2_DIR)/msg/*.msg) $(FIXUPS)
 
 export VIRTUAL_ENV := $(V)
 export PATH := $(V)/bin:$(PATH)
@@ -27,7 +31,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport _ROS_WHEELS_BOOTSTRAP_COMPLETE PYTHONPATH
 
 .PHONY: install demo test bench planner-table clean-venv
-install: $(ST)/msgs $(ST)/pip
+install: $(ST)/msgs $(ST)/tf2_msgs $(ST)/pip
 
 $(V)/bin/python:
 	$(PYTHON) -m venv $(V)
@@ -45,6 +49,20 @@ $(ST)/msgs: $(ST)/wheels $(MSG_INPUTS)
 	@cmake --install $(BUILD) >> $(BUILD).log 2>&1 || { tail -40 $(BUILD).log; exit 1; }
 	@touch $@
 
+# a tf2_msgs importable from outside the venv (a ROS install) is used as it is; otherwise ours is built into it
+$(ST)/tf2_msgs: $(ST)/wheels $(TF2_INPUTS)
+	@where=$$(python -c 'import tf2_msgs.msg, os; print(os.path.dirname(tf2_msgs.__file__))' 2>/dev/null); \
+	if [ -n "$$where" ] && [ "$${where#$(V)/}" = "$$where" ]; then \
+	  echo "using the installed tf2_msgs ($$where)"; \
+	else \
+	  mkdir -p $(TF2_BUILD) && echo "building tf2_msgs (log: $(TF2_BUILD).log)" && \
+	  { cmake -S $(TF2_DIR) -B $(TF2_BUILD) -DCMAKE_INSTALL_PREFIX=$(V) -DBUILD_TESTING=OFF \
+	          -DCMAKE_PROJECT_INCLUDE=$(FIXUPS) > $(TF2_BUILD).log 2>&1 && \
+	    cmake --build $(TF2_BUILD) -j$$(nproc) >> $(TF2_BUILD).log 2>&1 && \
+	    cmake --install $(TF2_BUILD) >> $(TF2_BUILD).log 2>&1; } || { tail -40 $(TF2_BUILD).log; exit 1; }; \
+	fi
+	@mkdir -p $(ST) && touch $@
+
 $(ST)/pip: $(ST)/wheels setup.py
 	pip install -q -e . -c $(CON)
 	@touch $@
@@ -58,7 +76,7 @@ demo: install
 	toio-nav demo
 
 # Benchmarks (not part of the test command): ratios against a baseline measured in the same run.
-BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency
+BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency
 bench: install
 	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
 

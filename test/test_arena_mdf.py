@@ -1,4 +1,4 @@
-"""MDF strings: the worked examples of the reference (§2), round trips and the tolerant decoder."""
+"""MDF strings: the worked examples of docs/arena.md §2, round trips and the tolerant decoder."""
 from __future__ import annotations
 
 import numpy as np

@@ -80,7 +80,8 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
             for i, cmd in enumerate(ctrl.step(stamp_seconds(tick_ns))):
                 if cmd.motor is not None:
                     bag.write_message(f'/{cmd.cube}/motor_cmd', t + 'MotorCommand', tick_ns + 1_000_000,
-                                      MotorCommand(left=cmd.motor[0], right=cmd.motor[1], duration_ms=cmd.motor[2]))
+                                      MotorCommand(header=_header(store, tick_ns), left=cmd.motor[0],
+                                                   right=cmd.motor[1], duration_ms=cmd.motor[2]))
                     wheels[i] = cmd.motor[:2]
                 g = cmd.goal
                 r = NavResult(header=_header(store, tick_ns), cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active,

@@ -1,11 +1,15 @@
 """Bags over DDS: `toio-nav record` next to a running navigator fed by `toio-nav replay --live`, and the bag it
-records replays offline through the core. Needs rclpy and the built messages."""
+records replays offline through the core; a recorder SIGKILLed mid-run leaves a bag that `toio-nav repair`
+rebuilds and that replays up to the kill; SIGINT / SIGTERM after 10,000 messages of a fast publisher always leave
+a finalised bag. Needs rclpy and the built messages."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,15 +18,18 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
-from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, read_recording  # noqa: E402
+import yaml  # noqa: E402
+
+from toio_navigator.bags.repair import repair  # noqa: E402
+from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / 'test' / 'data' / 'bags' / 'cross2_sqlite3'
 
 
-def _start(args: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', *args], env=dict(env, PYTHONPATH=str(REPO)),
+def _start(args: list[str], env: dict, module: bool = True) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *(['-m'] if module else []), *args], env=dict(env, PYTHONPATH=str(REPO)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -47,10 +54,18 @@ def test_record_a_live_replay_and_replay_the_recording_offline(child_env, ros_do
     out = tmp_path / 'live'
     topics = [f'/{c}/{k}' for c in ('cube1', 'cube2') for k in ('state', 'goal', 'nav_result', 'motor_cmd')]
     rec = _start(['toio_navigator.cli', 'record', *topics, '-o', str(out), '-s', 'mcap'], child_env)
+    killed_out = tmp_path / 'killed'
+    killed = _start(['toio_navigator.cli', 'record', *topics, '-o', str(killed_out), '-s', 'mcap'], child_env)
+    # SIGKILL the second recorder half-way through the live replay (the fixture runs for several seconds)
+    killer = threading.Timer(3.0 + _duration_s(FIXTURE) / 2, killed.kill)
     try:
-        time.sleep(3.0)                       # the recorder subscribes and reads the navigator's parameters
+        time.sleep(3.0)                       # the recorders subscribe and read the navigator's parameters
+        killer.start()
         report = replay_live(FIXTURE, rate=1.0, wait_s=60.0)
     finally:
+        killer.cancel()
+        killed.kill()
+        killed.wait(timeout=10)
         rec_log = _stop(rec)
         _stop(nav)
     assert report.compared['nav_result'] > 50, report.summary()
@@ -63,3 +78,52 @@ def test_record_a_live_replay_and_replay_the_recording_offline(child_env, ros_do
     assert len(recording.goals) == 2 and len(recording.ticks) > 50
     result = assert_replays(out)              # the fresh recording replays offline through the core
     assert result.ticks > 50
+    # the killed recorder's bag: repaired, it holds the navigator's parameters and replays up to the kill
+    assert not (killed_out / 'metadata.yaml').exists()
+    fixed = repair(killed_out)
+    assert fixed.salvage.messages > 0 and PARAMETERS_KEY in bag_custom_data(killed_out)
+    partial = assert_replays(killed_out)
+    assert 10 < partial.ticks < result.ticks
+
+
+def _duration_s(bag: Path) -> float:
+    info = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    return info['duration']['nanoseconds'] / 1e9
+
+
+FAST_TOPICS = [f'/fast/cube{k}/state' for k in range(4)]
+
+
+@pytest.mark.parametrize('sig, storage', [(signal.SIGINT, 'mcap'), (signal.SIGTERM, 'sqlite3')],
+                         ids=['SIGINT-mcap', 'SIGTERM-sqlite3'])
+def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_path, sig, storage):
+    """A fast publisher (as fast as rclpy publishes, on four topics); the recorder gets the signal once its
+    flushed data file holds more than 10,000 messages; the bag must be finalised and say so."""
+    out = tmp_path / 'fast'
+    data_file = out / f'fast.{"mcap" if storage == "mcap" else "db3"}'
+    pub = _start([str(REPO / 'test' / 'fast_publisher.py'), '4'], child_env, module=False)
+    rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS, '-o', str(out), '-s', storage, '--navigator', ''],
+                 child_env)
+    try:
+        # more than 150 bytes per message on disk is more than any CubeState record takes: 10,000 are there
+        while not (data_file.is_file() and data_file.stat().st_size > 10_000 * 150):
+            assert rec.poll() is None and pub.poll() is None, (rec.poll(), pub.poll())
+            time.sleep(0.1)
+        rec.send_signal(sig)
+        rec.wait(timeout=60)
+        log = rec.stdout.read()
+    finally:
+        _stop(rec)
+        _stop(pub)
+    assert rec.returncode == 0, log
+    info = yaml.safe_load((out / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    assert info['message_count'] >= 10_000, log
+    written = re.search(r'wrote (\d+) messages .* after (SIG\w+), finalised in ([\d.]+) s', log)
+    assert written, log
+    assert int(written[1]) == info['message_count'] and written[2] == signal.Signals(sig).name
+    assert float(written[3]) <= 2.0, log         # metadata.yaml (and the mcap summary) within 2 s of the signal
+    reader = open_reader(out)                    # a whole bag: rosbags reads its summary / database
+    try:
+        assert sum(c.msgcount for c in reader.connections) == info['message_count']
+    finally:
+        reader.close()

@@ -1,4 +1,4 @@
-"""METRICS.md on hand-made trajectories whose metric values are worked out by hand."""
+"""The metrics of docs/metrics.md on hand-made trajectories whose metric values are worked out by hand."""
 from __future__ import annotations
 
 import math

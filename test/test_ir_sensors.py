@@ -1,4 +1,4 @@
-"""Virtual IR sensors, camera and the arena-on-mat mapping (reference arena_explorer.md §3)."""
+"""Virtual IR sensors, camera and the arena-on-mat mapping (docs/arena.md §3, §8)."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""Every conformance case (test/data/conformance, FORMAT.md) through `toio-nav query`, plus malformed input."""
+"""Every conformance case (test/data/conformance/FORMAT.md) through `toio-nav query`, plus malformed input."""
 import argparse
 import copy
 import json

@@ -1,4 +1,4 @@
-"""CubeHandle against Appendix A of the fact sheet (dead zone 8, max 115, pose (250, 250), heading 0)."""
+"""CubeHandle against docs/navigator.md Appendix A (dead zone 8, max 115, pose (250, 250), heading 0)."""
 import math
 
 import pytest

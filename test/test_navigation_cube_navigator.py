@@ -45,7 +45,7 @@ def run(cubes, goals, seconds, max_spd=80):
     navs = [CubeNavigator() for _ in cubes]
     t, dt, closest = 0.0, 0.01, math.inf
     for k in range(int(seconds / dt)):
-        if k % 5 == 0:                          # 50 ms control tick: update all, then plan all (§1.7)
+        if k % 5 == 0:                         # 50 ms control tick: update all, then plan all (docs/navigator.md §1.7)
             for c, n in zip(cubes, navs):
                 n.update(*c.observe(), t)
             for c, n, g in zip(cubes, navs, goals):

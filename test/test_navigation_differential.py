@@ -1,4 +1,4 @@
-"""Differential test: the vectorised kernels against a plain loop-by-loop rendering of the fact sheet (§2, §3).
+"""Differential test: the vectorised kernels against a plain loop-by-loop rendering of docs/navigator.md (§2, §3).
 
 The loop version below walks the reference's steps one direction, one robot and one wall at a time with
 Python floats, so a vectorisation slip (slot overwrites in the sampling, masks in the casts, first-index ties)

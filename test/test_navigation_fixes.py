@@ -1,4 +1,4 @@
-"""Named fixes of reference defects (fact sheet §7): off by default (reference behaviour), each one changes
+"""Named fixes of reference defects (docs/navigator.md §7): off by default (reference behaviour), each one changes
 exactly the documented quirk when switched on."""
 import math
 

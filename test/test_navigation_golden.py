@@ -1,4 +1,4 @@
-"""Appendix A of the navigator fact sheet: golden values computed by the reference implementation itself."""
+"""docs/navigator.md Appendix A: golden values computed by the reference implementation itself."""
 import math
 
 import numpy as np

@@ -20,8 +20,9 @@ from toio_navigator.arena.layout import load_layout  # noqa: E402
 from toio_navigator.arena.simulation import run_exploration  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
 from toio_navigator.nodes.arena_explorer import (  # noqa: E402
-    PARAMETERS, ArenaExplorerNode, ArenaNodeError, arena_state, occupancy_grid, parse_waypoint, route_path,
-    settings_from_values)
+    PARAMS, ArenaExplorerNode, ArenaNodeError, arena_state, parse_waypoint, settings_from_values)
+from toio_navigator.nodes.conversions import (  # noqa: E402
+    grid_from_occupancy, occupancy_grid, poses_from_path, route_path)
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
@@ -117,7 +118,7 @@ def test_fastest_path_message_follows_the_route_through_cell_centres(explored_sa
 
 
 def defaults(**changes):
-    values = {name: default for name, (default, _doc) in PARAMETERS.items()}
+    values = PARAMS.defaults()
     values.update(changes)
     return values
 
@@ -165,7 +166,7 @@ def test_node_refuses_to_start_without_a_cube_and_names_what_is_missing(node):
     assert not r.success and 'start_exploration' in r.message
     r = node._srv_terminate(Trigger.Request(), Trigger.Response())
     assert not r.success and 'nothing to terminate' in r.message
-    assert node.mode == 'IDLE'
+    assert node.arena.mode == 'IDLE'
 
 
 def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node):
@@ -176,12 +177,13 @@ def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node)
     assert node.settings.waypoint == (2, 15)
     assert node.set_parameters([Parameter('waypoint', value=[-1, -1])])[0].successful
     assert node.settings.waypoint is None
-    result = node.set_parameters([Parameter('cube', value='cube2')])[0]
-    assert not result.successful and 'fixed at start-up' in result.reason
+    result = node.set_parameters([Parameter('cube', value='cube2')])[0]     # declared read-only
+    assert not result.successful and 'read-only parameter: cube' in result.reason
+    assert node.settings.cube == 'cube1'
 
 
 def test_demo_reads_back_the_map_and_path_it_gets_over_ros(explored_sample):
-    from toio_navigator.nodes.arena_demo import grid_from_occupancy, path_cost, poses_from_path
+    from toio_navigator.nodes.arena_demo import path_cost
     layout, explorer = explored_sample
     mapping = ArenaMatMapping()
     b = explorer.belief
@@ -261,7 +263,7 @@ def test_set_waypoint_service_over_dds_sets_the_parameter_and_refuses_bad_cells(
             assert not r.success and why in r.message
             assert node.settings.waypoint == (3, 4)          # a refusal changes nothing
         layout, explorer = explored_sample
-        node.explorer = explorer                             # an explored map: obstacles it knows are refused
+        node.arena.explorer = explorer                       # an explored map: obstacles it knows are refused
         oy, ox = next((y, x) for y, x in zip(*np.nonzero(layout.obstacles)) if centre_in_range(x, y))
         r = call(int(ox), int(oy))
         assert not r.success and 'obstacle' in r.message and f'({ox},{oy})' in r.message

@@ -15,11 +15,11 @@ pytest.importorskip('toio_navigator.msg')
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.task import Future  # noqa: E402
 
+from toio_navigator.arena import executor  # noqa: E402
 from toio_navigator.arena.fastest_path import fastest_path  # noqa: E402
 from toio_navigator.arena.layout import load_layout  # noqa: E402
 from toio_navigator.arena.simulation import run_exploration  # noqa: E402
 from toio_navigator.msg import CubeState, IrRanges, MoveToPoseResult, NavGoal, NavResult  # noqa: E402
-from toio_navigator.nodes import arena_explorer  # noqa: E402
 from toio_navigator.nodes.arena_explorer import ArenaExplorerNode  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors  # noqa: E402
 from toio_navigator.srv import SetGoal  # noqa: E402
@@ -104,7 +104,7 @@ class _Recorder:
 
 @pytest.fixture
 def node(ros_domain, monkeypatch):
-    monkeypatch.setattr(arena_explorer, 'RELEASE_GAP_S', 0.0)   # no driver to race with
+    monkeypatch.setattr(executor, 'RELEASE_GAP_S', 0.0)   # no driver to race with
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_domain)
     n = ArenaExplorerNode(context=context, parameter_overrides=[Parameter('settle_s', value=0.0),
@@ -120,7 +120,7 @@ def run(node, cube: FakeCube, until, ticks: int = 20000) -> None:
         node._tick()
         if until():
             return
-    raise AssertionError(f'not finished: mode {node.mode}, {node.text}')
+    raise AssertionError(f'not finished: mode {node.arena.mode}, {node.arena.text}')
 
 
 def test_node_explores_then_drives_the_optimal_fastest_path_with_turns_after_a_release(node):
@@ -128,10 +128,10 @@ def test_node_explores_then_drives_the_optimal_fastest_path_with_turns_after_a_r
     cube = FakeCube(node, layout)
     cube.step()
     assert node._srv_start_exploration(None, _response()).success
-    run(node, cube, lambda: node.mode != 'EXPLORING')
-    assert node.mode == 'DONE', node.text
+    run(node, cube, lambda: node.arena.mode != 'EXPLORING')
+    assert node.arena.mode == 'DONE', node.arena.text
     offline, _robot = run_exploration(layout)
-    ex = node.explorer
+    ex = node.arena.explorer
     assert ex.mdf() == offline.mdf() and ex.moves == offline.moves and ex.actions == offline.actions
     assert np.array_equal(ex.belief.obstacle, layout.obstacles) and cube.cell() == (1, 1)
     states = [m for m in cube.published if m.status in (1, 2, 3)]  # exploring / returning: after every move
@@ -143,11 +143,11 @@ def test_node_explores_then_drives_the_optimal_fastest_path_with_turns_after_a_r
             assert cube.log[i - 1] == ('stop',)
     ok = node._srv_start_fastest_path(None, _response())
     assert ok.success, ok.message
-    run(node, cube, lambda: node.mode != 'FASTEST_PATH')
-    assert node.mode == 'DONE' and cube.cell() == (13, 18)
+    run(node, cube, lambda: node.arena.mode != 'FASTEST_PATH')
+    assert node.arena.mode == 'DONE' and cube.cell() == (13, 18)
     best = fastest_path(layout.obstacles, layout.start, layout.goal, (7, 15))
-    assert node.route.cost == best.cost
-    assert (7, 15) in [(p.x, p.y) for p in node.route.poses]
+    assert node.arena.route.cost == best.cost
+    assert (7, 15) in [(p.x, p.y) for p in node.arena.route.poses]
 
 
 def test_a_cube_that_ends_in_the_wrong_cell_is_corrected_before_the_reading(node):
@@ -155,11 +155,11 @@ def test_a_cube_that_ends_in_the_wrong_cell_is_corrected_before_the_reading(node
     cube = FakeCube(node, layout, overshoot_first=True)
     cube.step()
     assert node._srv_start_exploration(None, _response()).success
-    run(node, cube, lambda: node.mode != 'EXPLORING' or node.explorer.moves >= 3)
+    run(node, cube, lambda: node.arena.mode != 'EXPLORING' or node.arena.explorer.moves >= 3)
     goals = [e for e in cube.log if e[0] == 'goal']
     assert goals[0] == goals[1]                 # the same cell centre again: the correction
-    assert not node.explorer.belief.obstacle.any()          # no reading was taken from the wrong cell
-    assert node.explorer.mdf() == _offline_mdf_after(layout, node.explorer.moves)
+    assert not node.arena.explorer.belief.obstacle.any()          # no reading was taken from the wrong cell
+    assert node.arena.explorer.mdf() == _offline_mdf_after(layout, node.arena.explorer.moves)
 
 
 def test_a_refused_goal_stops_the_run_with_the_navigators_reason(node):
@@ -167,8 +167,8 @@ def test_a_refused_goal_stops_the_run_with_the_navigators_reason(node):
     cube = FakeCube(node, layout, refuse='goal (130.0, 400.0) is off the mat')
     cube.step()
     assert node._srv_start_exploration(None, _response()).success
-    run(node, cube, lambda: node.mode != 'EXPLORING')
-    assert node.mode == 'ERROR' and 'off the mat' in node.text
+    run(node, cube, lambda: node.arena.mode != 'EXPLORING')
+    assert node.arena.mode == 'ERROR' and 'off the mat' in node.arena.text
     assert cube.published[-1].status == 7 and 'off the mat' in cube.published[-1].status_text
 
 
@@ -179,9 +179,9 @@ def test_start_is_refused_while_running_and_terminate_reports_the_cell_the_cube_
     assert node._srv_start_exploration(None, _response()).success
     again = node._srv_start_exploration(None, _response())
     assert not again.success and 'already exploring' in again.message
-    run(node, cube, lambda: node.explorer.moves >= 2)
+    run(node, cube, lambda: node.arena.explorer.moves >= 2)
     assert node._srv_terminate(None, _response()).success
-    assert node.mode == 'TERMINATED' and node.explorer.next_move() is None
+    assert node.arena.mode == 'TERMINATED' and node.arena.explorer.next_move() is None
     assert cube.published[-1].status == 6
 
 
@@ -205,7 +205,7 @@ def _response():
 
 def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(ros_domain, tmp_path, monkeypatch):
     import json
-    monkeypatch.setattr(arena_explorer, 'RELEASE_GAP_S', 0.0)
+    monkeypatch.setattr(executor, 'RELEASE_GAP_S', 0.0)
     data = json.loads((ARENAS / '01_sample_arena_1.json').read_text())
     layout = load_layout(ARENAS / '01_sample_arena_1.json')
     obs = layout.obstacles
@@ -222,8 +222,8 @@ def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(r
         cube = FakeCube(node, load_layout(cards))
         cube.step()
         assert node._srv_start_exploration(None, _response()).success
-        run(node, cube, lambda: node.mode != 'EXPLORING')
-        assert node.mode == 'DONE', node.text
+        run(node, cube, lambda: node.arena.mode != 'EXPLORING')
+        assert node.arena.mode == 'DONE', node.arena.text
         assert [(i.id, i.x, i.y, i.face) for i in cube.published[-1].images] == [(9, x, y, 'E')]
     finally:
         node.destroy_node()

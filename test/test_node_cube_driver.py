@@ -18,10 +18,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 
 from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import firmware  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes import conversions  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
-from toio_navigator.nodes.driver_config import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from conftest import spin_until  # noqa: E402
 
@@ -162,6 +163,29 @@ def test_driver_configures_the_cube_and_sends_motor_commands_with_their_duration
     assert all(not resp for u, _d, _op, resp in cube.frames if u == MOTOR)
 
 
+def test_a_stamped_motor_command_runs_only_until_its_stamp_plus_duration(rig):
+    """A command delayed on its way runs for what is left of it; one older than its duration is not sent."""
+    cube, driver, probe, ex = rig()
+    cmd = probe.create_publisher(msg.MotorCommand, '/cube1/motor_cmd', 10)
+    assert spin_until(ex, lambda: b'\x1c\x00\x01' in cube.written(CONFIG) and cmd.get_subscription_count() > 0)
+
+    def stamped(left, age_s, duration_ms):
+        m = msg.MotorCommand(left=left, right=left, duration_ms=duration_ms)
+        m.header.stamp = (driver.get_clock().now() - rclpy.duration.Duration(seconds=age_s)).to_msg()
+        return m
+
+    cmd.publish(stamped(40, 1.0, 500))                 # decided a second ago: its 500 ms are over
+    cmd.publish(stamped(50, 0.3, 1000))                # 300 ms late: about 700 ms are left of it
+    assert spin_until(ex, lambda: any(w[3] == 50 for w in cube.written(MOTOR)))
+    writes = [w for w in cube.written(MOTOR) if w[3] in (40, 50)]
+    assert [w[3] for w in writes] == [50]              # the expired command never reached the cube
+    assert 55 <= writes[0][7] <= 70                    # x10 ms: what is left, never the whole second
+    assert driver.link_diagnostics()['motor_expired'] == '1'
+    unstamped = msg.MotorCommand(left=60, right=60, duration_ms=300)    # no stamp: the duration from arrival
+    cmd.publish(unstamped)
+    assert spin_until(ex, lambda: b'\x02\x01\x01\x3c\x02\x01\x3c\x1e' in cube.written(MOTOR))
+
+
 def test_position_notification_becomes_state_pose_and_odometry(rig):
     cube, driver, probe, ex = rig(publish_odom=True)
     states, poses, odoms = [], [], []
@@ -169,8 +193,12 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     probe.create_subscription(PoseStamped, '/cube1/pose', poses.append, 10)
     from nav_msgs.msg import Odometry
     probe.create_subscription(Odometry, '/cube1/odom', odoms.append, 10)
-    assert spin_until(ex, lambda: driver.firmware == '2.4.0')
-    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))    # fact-sheet vector: (709, 383) 306 deg
+    motion = []
+    probe.create_subscription(msg.MotionState, '/cube1/motion', motion.append, 10)
+    # the driver's connection sequence ends with reading the motion sensor: after that nothing but the cube's
+    # notifications makes it publish a state
+    assert spin_until(ex, lambda: driver.firmware == '2.4.0' and motion)
+    cube.notify(ID, bytes.fromhex('01c5027f013201bc0282013201'))  # docs/ble_protocol.md §4 example: (709, 383) 306 deg
     assert spin_until(ex, lambda: poses and odoms and any(s.on_mat for s in states))
     s = [s for s in states if s.on_mat][-1]
     assert (s.cube, s.x, s.y, s.link_state, s.firmware_version) == ('cube1', 709.0, 383.0, 2, '2.4.0')
@@ -225,6 +253,22 @@ def test_a_cube_that_never_answers_the_version_is_driven_as_2_0_0(rig):
     assert not any(w[0] in (0x18, 0x1c, 0x1d) for w in cube.written(CONFIG))   # nothing 2.0.0 would not understand
 
 
+def test_the_link_is_reported_connected_only_once_the_cube_is_configured(rig):
+    """Until the cube's version is known (here: never answered, so assumed after the timeouts) the driver cannot
+    tell what the cube can do: the link reads CONNECTING, and the first CONNECTED already names the firmware."""
+    cube, driver, probe, ex = rig(version='', version_timeout_s=0.2)
+    links, states = [], []
+    probe.create_subscription(msg.LinkStatus, '/cube1/link_state', links.append,
+                              QoSProfile(depth=20, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 20)
+    assert spin_until(ex, lambda: any(m.state == msg.LinkStatus.CONNECTED for m in links))
+    assert b'\x01\x00' in cube.written(CONFIG)                     # the link was up: the version was asked
+    first = next(m for m in links if m.state == msg.LinkStatus.CONNECTED)
+    assert first.firmware_version == '2.0.0'
+    assert spin_until(ex, lambda: any(s.link_state == msg.CubeState.LINK_CONNECTED for s in states))
+    assert next(s for s in states if s.link_state == msg.CubeState.LINK_CONNECTED).firmware_version == '2.0.0'
+
+
 def test_link_state_is_latched_and_follows_the_peer(rig, ros):
     cube, driver, probe, ex = rig()
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -263,7 +307,7 @@ def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
     assert spin_until(ex, lambda: b'\x02\x01\x01\x1e\x02\x01\x1e\x0a' in cube.written(MOTOR))
     assert not any(w[0] == 0x03 for w in cube.written(MOTOR))          # no target move was sent to an old cube
     unsupported = dict(driver.unsupported)
-    driver.supports('IMU posture angles', (2, 3, 0))                   # asked again: still reported only once
+    driver.supports(firmware.POSTURE_EULER)                            # asked again: still reported only once
     assert driver.unsupported == unsupported
 
 
@@ -336,7 +380,7 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         assert spin_until(ex, lambda: driver.transport.reconnect_count == 1 and cubes[0].connected)
         assert spin_until(ex, lambda: cubes.id_condition[0] == p.ID_ALWAYS)   # settings re-sent after reconnect
         driver.features.publish_diagnostics()
-        assert driver.features.rssi == -61
+        assert driver.rssi == -61
     finally:
         driver.destroy_node()
         probe.destroy_node()

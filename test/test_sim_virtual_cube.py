@@ -37,7 +37,7 @@ def setup(poses=((100, 250, 0),), version='2.4.0', params=None):
 
 def test_motor_with_duration_moves_103_units_then_stops():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50, duration_ms=1000))
+    central.write(C.MOTOR_CONTROL, p.MotorControlTimed(50, 50, 100).encode())
     world.step(0.1)
     assert world.x[0] == 100                     # the command delay: nothing happens for ~130 ms
     world.step(2.0)
@@ -49,11 +49,11 @@ def test_motor_with_duration_moves_103_units_then_stops():
 
 def test_motor_without_duration_runs_until_the_next_write():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor(30, 30))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(30, 30).encode())
     world.step(3.0)
     moving = world.x[0]
     assert moving - 100 > 150
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())
     world.step(0.5)
     stopped = world.x[0]
     world.step(0.5)
@@ -62,7 +62,7 @@ def test_motor_without_duration_runs_until_the_next_write():
 
 def test_rotation_rate_seen_in_notifications():
     world, _, central = setup([(250, 250, 0)])
-    central.write(C.MOTOR_CONTROL, p.encode_motor(20, -20, duration_ms=2000))
+    central.write(C.MOTOR_CONTROL, p.MotorControlTimed(20, -20, 200).encode())
     world.step(0.6)
     t0, a0 = central.of(p.PositionId)[-1][0], central.of(p.PositionId)[-1][1].angle
     world.step(0.2)
@@ -73,9 +73,9 @@ def test_rotation_rate_seen_in_notifications():
 
 def test_writes_closer_than_45_ms_are_ignored():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(50, 50).encode())
     world.step(0.02)
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))     # 20 ms later: dropped
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())     # 20 ms later: dropped
     world.step(1.0)
     assert world.x[0] > 150
     assert central.cube.dropped_writes == 1
@@ -94,7 +94,7 @@ def test_malformed_writes_are_dropped_silently():
 
 def test_target_move_reaches_the_target_and_answers_once():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(42, 300, 150, 270, timeout_s=5, max_speed=80))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(42, p.Target(300, 150, 270), timeout_s=5, max_speed=80).encode())
     world.step(5.0)
     results = central.of(p.TargetMoveResult)
     assert [m for _, m in results] == [p.TargetMoveResult(42, p.TargetResult.REACHED)]
@@ -106,24 +106,24 @@ def test_target_move_reaches_the_target_and_answers_once():
 @pytest.mark.parametrize('movement_type, profile', [(0, 1), (1, 2), (2, 3)])
 def test_every_movement_type_and_profile_arrives(movement_type, profile):
     world, _, central = setup([(100, 250, math.pi)])
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(1, 350, 400, 90, p.AngleMode.ABSOLUTE_POSITIVE, timeout_s=10,
-                                                         max_speed=100, movement_type=movement_type,
-                                                         speed_profile=profile))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(1, p.Target(350, 400, 90, p.AngleMode.ABSOLUTE_POSITIVE), timeout_s=10,
+                                                 max_speed=100, movement_type=movement_type,
+                                                 speed_profile=profile).encode())
     world.step(10.5)
     assert [m.result for _, m in central.of(p.TargetMoveResult)] == [p.TargetResult.REACHED]
 
 
 def test_target_move_error_codes():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(1, 400, 250, max_speed=5))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(1, p.Target(400, 250), max_speed=5).encode())
     world.step(0.2)
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(2, 0xFFFF, 0xFFFF, 0, p.AngleMode.KEEP_HEADING))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(2, p.Target(0xFFFF, 0xFFFF, 0, p.AngleMode.KEEP_HEADING)).encode())
     world.step(0.2)
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(3, 450, 450, timeout_s=1, max_speed=20))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(3, p.Target(450, 450), timeout_s=1, max_speed=20).encode())
     world.step(1.3)
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(4, 400, 100, timeout_s=5))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(4, p.Target(400, 100), timeout_s=5).encode())
     world.step(0.3)
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())
     world.step(0.3)
     codes = [(m.control_id, m.result) for _, m in central.of(p.TargetMoveResult)]
     assert codes == [(1, p.TargetResult.NOT_SUPPORTED), (2, p.TargetResult.INVALID_PARAMETERS),
@@ -132,7 +132,7 @@ def test_target_move_error_codes():
 
 def test_target_move_reports_id_missed_when_lifted():
     world, _, central = setup()
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(9, 400, 250))
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(9, p.Target(400, 250)).encode())
     world.step(0.5)
     world.lift(0)
     world.step(0.1)
@@ -142,11 +142,11 @@ def test_target_move_reports_id_missed_when_lifted():
 def test_multi_target_and_append_rejection():
     world, _, central = setup()
     targets = [p.Target(200, 250, 0), p.Target(200, 350, 90, p.AngleMode.ABSOLUTE_SHORTEST)]
-    central.write(C.MOTOR_CONTROL, p.encode_motor_multi_target(5, targets, timeout_s=5, max_speed=80))
+    central.write(C.MOTOR_CONTROL, p.MotorMultiTarget(5, tuple(targets), timeout_s=5, max_speed=80).encode())
     world.step(0.1)
-    central.write(C.MOTOR_CONTROL, p.encode_motor_multi_target(6, [p.Target(100, 350, 180)], append=True))
+    central.write(C.MOTOR_CONTROL, p.MotorMultiTarget(6, (p.Target(100, 350, 180),), append=True).encode())
     world.step(0.1)
-    central.write(C.MOTOR_CONTROL, p.encode_motor_multi_target(7, [p.Target(100, 100, 0)], append=True))
+    central.write(C.MOTOR_CONTROL, p.MotorMultiTarget(7, (p.Target(100, 100, 0),), append=True).encode())
     world.step(12.0)
     results = [(m.control_id, m.result) for _, m in central.of(p.MultiTargetMoveResult)]
     assert results == [(7, p.TargetResult.APPEND_REJECTED), (5, p.TargetResult.REACHED), (6, p.TargetResult.REACHED)]
@@ -163,13 +163,13 @@ def test_id_notification_conditions_and_interval():
     central.log.clear()
     world.step(0.5)
     assert not central.of(p.PositionId)
-    central.write(C.CONFIGURATION, p.encode_id_notification(5, p.ID_ALWAYS))
+    central.write(C.CONFIGURATION, p.ConfigWrite.id_notification(5, p.ID_ALWAYS).encode())
     world.step(1.0)
     times = [t for t, _ in central.of(p.PositionId)]
     # sends fall on 20 ms physics steps, so a 50 ms minimum interval gives one every 60 ms
     assert 15 <= len(times) <= 20 and min(b - a for a, b in zip(times, times[1:])) >= 0.05 - 1e-9
     assert central.of(p.ConfigResponse)[-1][1] == p.ConfigResponse(0x98, 0)
-    central.write(C.CONFIGURATION, p.encode_id_notification(1, p.ID_ON_CHANGE))
+    central.write(C.CONFIGURATION, p.ConfigWrite.id_notification(1, p.ID_ON_CHANGE).encode())
     central.log.clear()
     world.step(1.0)
     assert not central.of(p.PositionId)                          # nothing changes by 2 units or 3 degrees
@@ -192,15 +192,15 @@ def test_missed_after_the_sensitivity_and_back_on_the_mat():
 
 def test_settings_are_forgotten_on_disconnect_and_a_disconnected_cube_stops():
     world, cubes, central = setup()
-    central.write(C.CONFIGURATION, p.encode_motor_speed_notification(True))
-    central.write(C.MOTOR_CONTROL, p.encode_motor(40, 40))
+    central.write(C.CONFIGURATION, p.ConfigWrite.motor_speed_notification(True).encode())
+    central.write(C.MOTOR_CONTROL, p.MotorControl(40, 40).encode())
     world.step(0.5)
     assert central.of(p.MotorSpeed)
     central.cube.disconnect()
     world.step(0.5)
     assert world.wheel_speed[0].max() == 0
     again = Central(cubes)
-    again.write(C.MOTOR_CONTROL, p.encode_motor(40, 40))
+    again.write(C.MOTOR_CONTROL, p.MotorControl(40, 40).encode())
     world.step(0.5)
     assert not again.of(p.MotorSpeed)
     assert cubes.id_condition[0] == p.ID_BALANCED
@@ -215,19 +215,19 @@ def test_events_button_battery_collision_and_requests():
     world.step(5.1)
     assert [m.pressed for _, m in central.of(p.ButtonState)] == [True, False]
     assert p.BatteryLevel(50) in [m for _, m in central.of(p.BatteryLevel)]
-    central.write(C.MOTOR_CONTROL, p.encode_motor(100, 100))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(100, 100).encode())
     world.step(1.0)
     motions = [m for _, m in central.of(p.MotionSensor)]
     assert any(m.collision for m in motions) and not motions[-1].collision
     central.write(C.SENSOR_INFORMATION, p.SensorRequest(0x83, 1).encode())
-    central.write(C.CONFIGURATION, p.encode_request_connection_interval())
+    central.write(C.CONFIGURATION, p.ConfigWrite.request_connection_interval().encode())
     assert isinstance(central.log[-2][1], p.PostureEuler)
     assert central.log[-1][1] == p.CurrentConnectionInterval(12)
 
 
 def test_acceleration_command_turns_at_the_requested_rate():
     world, _, central = setup([(250, 250, 0)])
-    central.write(C.MOTOR_CONTROL, p.encode_motor_acceleration(0, 180, duration_ms=2000))
+    central.write(C.MOTOR_CONTROL, p.MotorAcceleration(0, rotation_deg_s=180, duration_10ms=200).encode())
     world.step(0.6)
     start = world.theta[0]
     world.step(0.5)
@@ -237,9 +237,9 @@ def test_acceleration_command_turns_at_the_requested_rate():
 
 def test_protocol_version_and_old_firmware():
     world, _, central = setup(version='2.0.0', params=WorldParams(dead_zone=10, max_motor=100))
-    central.write(C.CONFIGURATION, p.encode_request_protocol_version())
+    central.write(C.CONFIGURATION, p.ConfigWrite.request_protocol_version().encode())
     assert central.log[-1][1] == p.ProtocolVersion('2.0.0')
-    central.write(C.MOTOR_CONTROL, p.encode_motor_target(1, 300, 250))      # 0x03 does not exist in 2.0.0
+    central.write(C.MOTOR_CONTROL, p.MotorTarget(1, p.Target(300, 250)).encode())      # 0x03 does not exist in 2.0.0
     central.write(C.SENSOR_INFORMATION, b'\x81')                            # nor sensor requests
     world.step(1.0)
     assert not central.of(p.TargetMoveResult) and world.x[0] == 100
@@ -250,7 +250,7 @@ def test_protocol_version_and_old_firmware():
 
 def test_power_off_answers_then_disconnects():
     world, cubes, central = setup(version='2.5.0')
-    central.write(C.CONFIGURATION, p.encode_power_off(1))
+    central.write(C.CONFIGURATION, p.ConfigWrite.power_off(1).encode())
     assert central.log[-1][1] == p.ConfigResponse(0xB4, 0)
     world.step(1.1)
     assert not central.cube.connected and not central.cube.powered
@@ -270,9 +270,9 @@ def test_names_and_lookup():
 
 def test_periodic_posture_and_magnet_notifications_follow_their_settings():
     world, _, central = setup([(250, 250, 0)])
-    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 10, 0))      # quaternion every 100 ms
-    central.write(C.CONFIGURATION, p.encode_magnetic_sensor(2, 10, 0))           # force every 200 ms
-    central.write(C.MOTOR_CONTROL, p.encode_motor(30, -30))
+    central.write(C.CONFIGURATION, p.ConfigWrite.posture_notification(2, 10, 0).encode())      # quaternion every 100 ms
+    central.write(C.CONFIGURATION, p.ConfigWrite.magnetic_sensor(2, 10, 0).encode())           # force every 200 ms
+    central.write(C.MOTOR_CONTROL, p.MotorControl(30, -30).encode())
     world.step(1.0)
     quaternions = central.of(p.PostureQuaternion)
     magnets = central.of(p.MagneticSensor)
@@ -280,7 +280,7 @@ def test_periodic_posture_and_magnet_notifications_follow_their_settings():
     assert magnets[0][1] == p.MagneticSensor(0, 0, 0, 0, 0)
     w, z = quaternions[-1][1].w, quaternions[-1][1].z
     assert w * w + z * z == pytest.approx(1.0, abs=1e-5) and abs(z) > 0.05     # the yaw turned
-    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 0, 0))      # interval 0 = off
+    central.write(C.CONFIGURATION, p.ConfigWrite.posture_notification(2, 0, 0).encode())      # interval 0 = off
     central.log.clear()
     world.step(0.5)
     assert not central.of(p.PostureQuaternion)
@@ -288,8 +288,8 @@ def test_periodic_posture_and_magnet_notifications_follow_their_settings():
 
 def test_a_protocol_2_3_cube_ignores_quaternion_settings():
     world, cubes, central = setup(version='2.3.0')
-    central.write(C.CONFIGURATION, p.encode_posture_notification(2, 10, 0))
-    central.write(C.CONFIGURATION, p.encode_posture_notification(1, 10, 0))
+    central.write(C.CONFIGURATION, p.ConfigWrite.posture_notification(2, 10, 0).encode())
+    central.write(C.CONFIGURATION, p.ConfigWrite.posture_notification(1, 10, 0).encode())
     world.step(0.5)
     assert not central.of(p.PostureQuaternion) and central.of(p.PostureEuler)
     assert central.cube.dropped_writes == 1
@@ -313,13 +313,13 @@ def test_the_45_ms_rule_is_judged_on_arrival_times_not_on_the_20_ms_physics_step
     # writes 50 ms apart (a 20 Hz navigator) that arrive 1 ms and 11 ms after a physics step: on the step clock
     # they would be 40 ms apart and the second one dropped
     clock.offset = 0.001
-    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))     # arrives at 1 ms (step clock: 0 ms)
+    central.write(C.MOTOR_CONTROL, p.MotorControl(50, 50).encode())     # arrives at 1 ms (step clock: 0 ms)
     world.step(0.04)
     clock.offset = 0.011
-    central.write(C.MOTOR_CONTROL, p.encode_motor(-50, -50))   # 51 ms (step clock: 40 ms)
+    central.write(C.MOTOR_CONTROL, p.MotorControl(-50, -50).encode())   # 51 ms (step clock: 40 ms)
     assert central.cube.dropped_writes == 0
     clock.offset = 0.011 + 0.030
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 30 ms after the second: too soon
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())       # 30 ms after the second: too soon
     assert central.cube.dropped_writes == 1
     world.step(1.0)
     assert world.x[0] < 100                                    # the accepted reverse command won
@@ -327,11 +327,11 @@ def test_the_45_ms_rule_is_judged_on_arrival_times_not_on_the_20_ms_physics_step
 
 def test_on_the_plain_step_clock_writes_two_steps_apart_are_still_dropped():
     world, _, central = setup()        # no arrival clock: a write arrives at world.time
-    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(50, 50).encode())
     world.step(0.04)
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 40 ms: too soon
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())       # 40 ms: too soon
     world.step(0.02)
-    central.write(C.MOTOR_CONTROL, p.encode_motor(0, 0))       # 60 ms: accepted
+    central.write(C.MOTOR_CONTROL, p.MotorControl(0, 0).encode())       # 60 ms: accepted
     assert central.cube.dropped_writes == 1
 
 
@@ -340,7 +340,7 @@ def test_the_command_delay_counts_from_the_arrival_time():
     clock = WallClock(world)
     central = Central(VirtualCubes(world, arrival_clock=clock))
     clock.offset = 0.015                  # arrives 15 ms after t = 0: acts at the first step at or after 65 ms
-    central.write(C.MOTOR_CONTROL, p.encode_motor(50, 50))
+    central.write(C.MOTOR_CONTROL, p.MotorControl(50, 50).encode())
     world.step(0.06)
     assert world.x[0] == 100              # steps at 0, 20, 40 ms: not yet (a step-clock firmware acts at 60 ms)
     world.step(0.04)

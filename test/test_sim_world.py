@@ -1,4 +1,4 @@
-"""World physics: speeds and turn rates of the fact sheet, dead zone, lag, contacts, sensing, determinism."""
+"""World physics: speeds and turn rates of docs/navigator.md §0.1, dead zone, lag, contacts, sensing, determinism."""
 from __future__ import annotations
 
 import math

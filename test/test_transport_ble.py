@@ -75,19 +75,19 @@ def test_writes_are_routed_by_characteristic_properties():
         radio = FakeRadio()
         link = BleTransport('AA:BB', client_factory=radio.factory, backoff=FAST)
         with pytest.raises(TransportError, match='not connected'):
-            await link.write('motor', p.encode_motor(10, 10))
+            await link.write('motor', p.MotorControl(10, 10).encode())
         await link.connect()
-        await link.write('motor', p.encode_motor(10, 10))
-        await link.write('light', p.encode_light(255, 0, 0))
+        await link.write('motor', p.MotorControl(10, 10).encode())
+        await link.write('light', p.LightOn(255, 0, 0).encode())
         with pytest.raises(TransportError, match='does not support write with response'):
-            await link.write('motor', p.encode_motor(0, 0), response=True)
+            await link.write('motor', p.MotorControl(0, 0).encode(), response=True)
         with pytest.raises(TransportError):
             await link.write('id', b'\x01')
         assert await link.read('battery') == b'\x50'
         return radio.clients[0].writes
     writes = run(scenario())
-    assert writes == [(p.Characteristic.MOTOR_CONTROL.uuid, p.encode_motor(10, 10), False),
-                      (p.Characteristic.LIGHT_CONTROL.uuid, p.encode_light(255, 0, 0), True)]
+    assert writes == [(p.Characteristic.MOTOR_CONTROL.uuid, p.MotorControl(10, 10).encode(), False),
+                      (p.Characteristic.LIGHT_CONTROL.uuid, p.LightOn(255, 0, 0).encode(), True)]
 
 
 def test_reconnect_resubscribes_and_resends_settings_after_a_drop():
@@ -98,10 +98,10 @@ def test_reconnect_resubscribes_and_resends_settings_after_a_drop():
         link.add_link_state_callback(states.append)
         await link.connect()
         await link.start_notify('id', lambda char, data: received.append(p.decode(char, data)))
-        await link.write('config', p.encode_id_notification(5, p.ID_ALWAYS))
-        await link.write('config', p.encode_motor_speed_notification(True))
-        await link.write('config', p.encode_id_notification(1, p.ID_ON_CHANGE))   # replaces the first 0x18
-        await link.write('config', p.encode_request_protocol_version())           # a request, not a setting
+        await link.write('config', p.ConfigWrite.id_notification(5, p.ID_ALWAYS).encode())
+        await link.write('config', p.ConfigWrite.motor_speed_notification(True).encode())
+        await link.write('config', p.ConfigWrite.id_notification(1, p.ID_ON_CHANGE).encode())  # replaces the 0x18
+        await link.write('config', p.ConfigWrite.request_protocol_version().encode())  # a request, not a setting
         radio.failures_left = 2
         radio.clients[0].drop()
         assert link.link_state is LinkState.RECONNECTING
@@ -112,8 +112,8 @@ def test_reconnect_resubscribes_and_resends_settings_after_a_drop():
         return radio, fresh, states, received, link
     radio, fresh, states, received, link = run(scenario())
     assert radio.connect_attempts == 4          # first connect, two failures, success
-    assert [w[1] for w in fresh.writes] == [p.encode_motor_speed_notification(True),
-                                            p.encode_id_notification(1, p.ID_ON_CHANGE)]
+    assert [w[1] for w in fresh.writes] == [p.ConfigWrite.motor_speed_notification(True).encode(),
+                                            p.ConfigWrite.id_notification(1, p.ID_ON_CHANGE).encode()]
     assert all(w[2] for w in fresh.writes)    # configuration is written with response
     assert received == [p.PositionIdMissed()]
     assert link.reconnect_count == 1

@@ -29,11 +29,11 @@ async def driver_session(link) -> None:
     await link.connect()
     for char in ('id', 'motor', 'sensor', 'button', 'battery', 'config'):
         await link.start_notify(char, lambda c, d: None)
-    await link.write('config', p.encode_request_protocol_version())
-    await link.write('config', p.encode_id_notification(2, p.ID_ON_CHANGE))
-    await link.write('config', p.encode_motor_speed_notification(True))
-    await link.write('motor', p.encode_motor(40, -40, duration_ms=300))
-    await link.write('light', p.encode_light(0, 0, 255))
+    await link.write('config', p.ConfigWrite.request_protocol_version().encode())
+    await link.write('config', p.ConfigWrite.id_notification(2, p.ID_ON_CHANGE).encode())
+    await link.write('config', p.ConfigWrite.motor_speed_notification(True).encode())
+    await link.write('motor', p.MotorControlTimed(40, -40, 30).encode())
+    await link.write('light', p.LightOn(0, 0, 255).encode())
 
 
 def test_the_same_driver_sends_the_same_bytes_to_ble_and_to_the_simulator():
@@ -71,10 +71,10 @@ def test_simulated_link_errors_match_the_ble_ones():
         world, cubes = make()
         link = SimTransport(cubes[0])
         with pytest.raises(TransportError, match='not connected'):
-            await link.write('motor', p.encode_motor(0, 0))
+            await link.write('motor', p.MotorControl(0, 0).encode())
         await link.connect()
         with pytest.raises(TransportError, match='does not support write with response'):
-            await link.write('motor', p.encode_motor(0, 0), response=True)
+            await link.write('motor', p.MotorControl(0, 0).encode(), response=True)
         with pytest.raises(TransportError, match='does not support notify'):
             await link.start_notify('light', lambda c, d: None)
         other = SimTransport(cubes[0], auto_reconnect=False)
@@ -91,15 +91,15 @@ def test_reconnect_restores_subscriptions_and_settings_on_the_virtual_cube():
         speeds: list[p.MotorSpeed] = []
         await link.connect()
         await link.start_notify('motor', lambda c, d: speeds.append(p.decode(c, d)))
-        await link.write('config', p.encode_motor_speed_notification(True))
-        await link.write('config', p.encode_id_notification(3, p.ID_ALWAYS))
+        await link.write('config', p.ConfigWrite.motor_speed_notification(True).encode())
+        await link.write('config', p.ConfigWrite.id_notification(3, p.ID_ALWAYS).encode())
         cubes[0].refuse_connections = 2          # the first two reconnect attempts fail
         cubes[0].drop_link()                     # the cube forgets everything
         assert link.link_state is LinkState.RECONNECTING
         assert cubes.id_condition[0] == p.ID_BALANCED and not cubes.speed_notify[0]
         assert await link.wait_connected(2.0)
         speeds.clear()
-        await link.write('motor', p.encode_motor(60, 60))
+        await link.write('motor', p.MotorControl(60, 60).encode())
         world.step(0.5)
         restored = (float(cubes.id_interval[0]), int(cubes.id_condition[0]))
         await link.disconnect()
@@ -120,7 +120,7 @@ def test_run_realtime_drives_notifications_through_the_transport():
             await link.start_notify('id', lambda c, d: poses.append(p.decode(c, d)))
         stop = asyncio.Event()
         runner = asyncio.create_task(run_realtime(world, speed=20.0, stop=stop, tick_s=0.005))
-        await links[0].write('motor', p.encode_motor(50, 50, duration_ms=500))
+        await links[0].write('motor', p.MotorControlTimed(50, 50, 50).encode())
         while world.time < 1.0:
             await asyncio.sleep(0.005)
         stop.set()

@@ -25,7 +25,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'record': ('toio_navigator.bags.record_cli', 'record topics to a rosbag2 (mcap or sqlite3)'),
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),
+    'repair': ('toio_navigator.bags.repair_cli',
+               'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
+    'fake-bluez': ('toio_navigator.sim.bluez.cli',
+                   'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
+    'rviz-config': ('toio_navigator.nodes.rviz_config', 'write the rviz2 config for the cubes of a bringup'),
 }
 
 

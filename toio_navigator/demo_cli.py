@@ -22,9 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toio_navigator.units import METRES_PER_UNIT, ros_to_mat_xy
-
-BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT      # mat units; two cubes touch below twice this centre distance
+from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
 
 # ------------------------------------------------------------------------------------------------ pure parts

@@ -25,6 +25,9 @@ WHEEL_TRACK_UNITS = 0.0266 * UNITS_PER_METRE
 MOTOR_MAX = 115
 MOTOR_DEAD_ZONE = 8  # |u| below this does not turn the wheel (reference: 0..7 -> stop)
 
+#: half the 31.8 mm body width, mat units: a cube's collision disc (two cubes touch below twice this apart)
+BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT
+
 FRAME_ID = 'mat'
 
 

@@ -1,4 +1,4 @@
-"""``toio-nav explore``: a full simulated exploration of a layout (shared/arena/FORMAT.md, toio-arena-explore/1)."""
+"""``toio-nav explore``: a full simulated exploration of a layout (docs/arena.md §7.1, toio-arena-explore/1)."""
 from __future__ import annotations
 
 import argparse

@@ -8,7 +8,7 @@ Protocol (the same in the offline simulation and under the ROS node)::
 
 ``S`` asks for readings without moving (the first command), ``F`` with ``cells`` > 1 is a dash.
 
-Behaviour (seed 001 and reference §4):
+Behaviour (docs/arena.md §4):
 1. *hug*: left-wall hugging on the belief (unexplored counts as free for the left check): turn left if the
    previous command was not a left turn and the left is open; else go forward (a dash when the seed's break
    checks allow it); else turn right. The hug ends when the centre is back on the start after leaving it.

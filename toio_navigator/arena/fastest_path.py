@@ -1,10 +1,14 @@
-"""The optimal fastest path (reference §7): Dijkstra over (x, y, heading, waypoint-visited).
+"""The optimal fastest path (docs/arena.md §5): Dijkstra over (x, y, heading, waypoint-visited).
 
 Cost model: ``F`` forward one cell costs 1, ``L``/``R`` (90 degrees in place) cost ``turn_cost`` (P, default 2),
 optional ``B`` (reverse one cell, keeping the heading) costs 1. A state is valid when the 3x3 footprint of its
 centre is inside the arena and free. The waypoint flag turns on when the centre is on the waypoint, so the
 waypoint is visited with any heading and the arrival heading carries over to the second leg. Dijkstra with
 non-negative edge costs over this exact state space returns a minimum-cost route, so the cost is optimal.
+
+Costs are added exactly: the turn cost P (a float) is the fraction turn_units / unit (``as_integer_ratio``), so
+every route cost is an integer number of 1/unit and Dijkstra works on Python integers. No P overflows (a
+``1e308`` turn still finds the route that turns least) and no forward move is lost in rounding next to a large P.
 """
 from __future__ import annotations
 
@@ -21,16 +25,16 @@ DEFAULT_TURN_COST = 2.0
 @dataclass(frozen=True)
 class Route:
     found: bool
-    cost: float | None = None
+    cost: int | float | None = None       # exact: an int when integral (however large), else the nearest float
     actions: str = ''
     poses: list[Pose] = field(default_factory=list)
 
     @property
     def cost_value(self):
         """The cost as an int when it is integral (JSON friendly), else a float; None when not found."""
-        if self.cost is None:
-            return None
-        return int(self.cost) if float(self.cost).is_integer() else float(self.cost)
+        if self.cost is None or isinstance(self.cost, int):
+            return self.cost
+        return int(self.cost) if self.cost.is_integer() else float(self.cost)
 
 
 def valid_centres(blocked: np.ndarray) -> np.ndarray:
@@ -62,7 +66,7 @@ def plan_route(valid: np.ndarray, start: Pose, targets: np.ndarray, waypoint: tu
 
     ``valid`` is the bool [y, x] grid of usable robot centres.
     """
-    turn_cost = _check_turn_cost(turn_cost)
+    turn_units, unit = _check_turn_cost(turn_cost).as_integer_ratio()
     rows, cols = valid.shape
 
     def ok(x: int, y: int) -> bool:
@@ -72,27 +76,27 @@ def plan_route(valid: np.ndarray, start: Pose, targets: np.ndarray, waypoint: tu
         return Route(False)
     wx, wy = waypoint if waypoint is not None else (None, None)
     first = (start.x, start.y, start.heading, waypoint is None or (start.x, start.y) == waypoint)
-    best = {first: 0.0}
+    best = {first: 0}
     parent: dict = {}
-    heap = [(0.0, 0, first)]
+    heap = [(0, 0, first)]
     tie = 1
     while heap:
         cost, _, state = heapq.heappop(heap)
-        if cost > best.get(state, float('inf')):
+        if cost > best[state]:
             continue
         x, y, h, done = state
         if done and targets[h, y, x]:
-            return _unwind(state, parent, cost)
-        moves = [('L', x, y, left_of(h), turn_cost), ('R', x, y, right_of(h), turn_cost),
-                 ('F', x + DX[h], y + DY[h], h, 1.0)]
+            return _unwind(state, parent, _exact(cost, unit))
+        moves = [('L', x, y, left_of(h), turn_units), ('R', x, y, right_of(h), turn_units),
+                 ('F', x + DX[h], y + DY[h], h, unit)]
         if allow_reverse:
-            moves.append(('B', x - DX[h], y - DY[h], h, 1.0))
+            moves.append(('B', x - DX[h], y - DY[h], h, unit))
         for action, nx, ny, nh, step in moves:
             if action in 'FB' and not ok(nx, ny):
                 continue
             nxt = (nx, ny, nh, done or (nx == wx and ny == wy))
             new_cost = cost + step
-            if new_cost < best.get(nxt, float('inf')):
+            if nxt not in best or new_cost < best[nxt]:
                 best[nxt] = new_cost
                 parent[nxt] = (state, action)
                 heapq.heappush(heap, (new_cost, tie, nxt))
@@ -100,7 +104,14 @@ def plan_route(valid: np.ndarray, start: Pose, targets: np.ndarray, waypoint: tu
     return Route(False)
 
 
-def _unwind(state, parent, cost: float) -> Route:
+def _exact(units: int, unit: int) -> int | float:
+    """units / unit as an int when it divides, else the correctly rounded float (never large: a fractional P is
+    below 2**52, and a route has a few thousand moves)."""
+    whole, rest = divmod(units, unit)
+    return whole if rest == 0 else units / unit
+
+
+def _unwind(state, parent, cost: int | float) -> Route:
     actions, poses = [], [Pose(state[0], state[1], state[2])]
     while state in parent:
         state, action = parent[state]
@@ -122,8 +133,11 @@ def fastest_path(obstacles: np.ndarray, start: Pose = Pose(1, 1, 0), goal: tuple
     return plan_route(valid, start, targets, waypoint, turn_cost, allow_reverse)
 
 
-def route_cost(actions: str, turn_cost: float = DEFAULT_TURN_COST) -> float:
-    return sum(turn_cost if a in 'LR' else 1.0 for a in actions)
+def route_cost(actions: str, turn_cost: float = DEFAULT_TURN_COST) -> int | float:
+    """The exact cost of an action string (as :func:`plan_route` counts it)."""
+    turn_units, unit = _check_turn_cost(turn_cost).as_integer_ratio()
+    turns = sum(1 for a in actions if a in 'LR')
+    return _exact(turns * turn_units + (len(actions) - turns) * unit, unit)
 
 
 def actions_to_commands(actions: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Arena geometry: cells, headings, robot poses, the 3x3 footprint and the six-sensor layout.
 
-Conventions (reference arena_explorer.md §1): 15 columns x 20 rows, cell (x, y) with x = column left->right and
+Conventions (docs/arena.md §1): 15 columns x 20 rows, cell (x, y) with x = column left->right and
 y = row bottom->top. Grids are numpy arrays indexed ``[y, x]`` of shape (rows, cols). The robot occupies 3x3
 cells named by its centre. Headings are ints 0..3 = N (+y), E (+x), S (-y), W (-x).
 """
@@ -82,7 +82,7 @@ class Pose:
         return [self.x, self.y, self.letter]
 
 
-# --- the seed's six sensors (reference §3) ------------------------------------------------------------------
+# --- the seed's six sensors (§3.1) ---------------------------------------------------------------------------
 LOOK_FRONT, LOOK_LEFT, LOOK_RIGHT = 'front', 'left', 'right'
 
 

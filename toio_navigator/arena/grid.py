@@ -1,4 +1,4 @@
-"""The explorer's belief about the arena: per-cell scores from IR readings (reference §3, the seed's rules).
+"""The explorer's belief about the arena: per-cell scores from IR readings (docs/arena.md §3.2, the seed's rules).
 
 A cell becomes *explored* when it receives any score; it is an *obstacle* while its running score is > 0.
 Cells the robot body has covered, and the start and goal zones, are pinned free and never scored again
@@ -28,7 +28,7 @@ def readings_from_ir_ranges(ranges) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class ScoreRules:
-    """The seed's grid-score weights and the reading clamps of the PC side (reference §3)."""
+    """The seed's grid-score weights and the reading clamps of the PC side (§3.1, §3.2)."""
     short_hit: int = 3        # short sensor reading 1: the touching cell is an obstacle
     short_clear: int = -3     # short sensor reading > 1: the touching cell is free
     long_hit: int = 1         # long sensor reading k <= long_range: the cell at distance k

@@ -1,7 +1,9 @@
-"""Reader of arena layout files (``toio-arena-layout/1``, shared/arena/FORMAT.md) with errors that name the problem."""
+"""Reader of arena layout files (``toio-arena-layout/1``, docs/arena.md §6) with errors that name the problem.
+
+Strict: a key the format does not define (a misspelling such as ``"strat"`` or ``{"center": ...}``) and a value of
+the wrong type (``"start": 0``) are refused, never replaced by the default."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,12 +12,18 @@ import numpy as np
 from toio_navigator.arena.geometry import (
     ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, HEADING_LETTERS, START_CENTRE, Pose, centre_in_range, footprint,
     heading_from_letter, inside)
+from toio_navigator.input_files import InputError, TooLarge, known_keys, load_json, read_text, show
 
 LAYOUT_FORMAT = 'toio-arena-layout/1'
 IMAGE_ID_RANGE = (1, 15)
+LAYOUT_KEYS = ('format', 'name', 'description', 'grid_rows_top_first', 'start', 'goal', 'waypoint', 'images',
+               'expected')
+START_KEYS = ('centre', 'heading')
+GOAL_KEYS = ('centre',)
+IMAGE_KEYS = ('x', 'y', 'face', 'id')
 
 
-class LayoutError(ValueError):
+class LayoutError(InputError):
     """A layout file that cannot be used; the message names the problem."""
 
 
@@ -50,15 +58,9 @@ class ArenaLayout:
 
 def load_layout(path: str | Path, require_free_goal: bool = True) -> ArenaLayout:
     try:
-        text = Path(path).read_text(encoding='utf-8')
-    except OSError as exc:
-        raise LayoutError(f'cannot read layout {path}: {exc.strerror or exc}') from None
-    except UnicodeDecodeError:
-        raise LayoutError(f'layout {path} is not UTF-8 text') from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LayoutError(f'layout {path} is not valid JSON: {exc.msg} (line {exc.lineno})') from None
+        data = load_json(read_text(path, 'layout'), f'layout {path}')
+    except InputError as exc:
+        raise LayoutError(str(exc)) from None
     return parse_layout(data, require_free_goal)
 
 
@@ -85,9 +87,23 @@ def parse_grid(rows_top_first, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -
 
 def _cell(value, what: str) -> tuple[int, int]:
     if (not isinstance(value, (list, tuple)) or len(value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-        raise LayoutError(f'{what} must be [x, y] with two integers, got {value!r}')
+            or not all(isinstance(v, int) and not isinstance(v, (bool, TooLarge)) for v in value)):
+        raise LayoutError(f'{what} must be [x, y] with two integers, got {show(value)}')
     return int(value[0]), int(value[1])
+
+
+def _section(data: dict, key: str, keys: tuple, example: str) -> dict:
+    """An optional object member with only ``keys`` ({} when absent)."""
+    if key not in data:
+        return {}
+    spec = data[key]
+    if not isinstance(spec, dict):
+        raise LayoutError(f'{key} must be an object {example}, got {show(spec)}')
+    try:
+        known_keys(spec, keys, key)
+    except InputError as exc:
+        raise LayoutError(str(exc)) from None
+    return spec
 
 
 def _check_centre(grid: np.ndarray, centre: tuple[int, int], what: str) -> None:
@@ -111,6 +127,10 @@ def _parse_images(items, grid: np.ndarray) -> tuple[ImageCard, ...]:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise LayoutError(f'images[{i}] must be an object with x, y, face, id')
+        try:
+            known_keys(item, IMAGE_KEYS, f'images[{i}]')
+        except InputError as exc:
+            raise LayoutError(str(exc)) from None
         missing = [k for k in ('x', 'y', 'face', 'id') if k not in item]
         if missing:
             raise LayoutError(f'images[{i}] is missing {", ".join(missing)}')
@@ -120,11 +140,11 @@ def _parse_images(items, grid: np.ndarray) -> tuple[ImageCard, ...]:
         if not grid[y, x]:
             raise LayoutError(f'images[{i}] cell ({x},{y}) is not an obstacle: cards are stuck on obstacles')
         face = item['face']
-        if face not in tuple(HEADING_LETTERS):
+        if not isinstance(face, str) or face not in tuple(HEADING_LETTERS):
             raise LayoutError(f'images[{i}] face {face!r} must be one of N, E, S, W')
         image_id = item['id']
         lo, hi = IMAGE_ID_RANGE
-        if not isinstance(image_id, int) or isinstance(image_id, bool) or not lo <= image_id <= hi:
+        if not isinstance(image_id, int) or isinstance(image_id, (bool, TooLarge)) or not lo <= image_id <= hi:
             raise LayoutError(f'images[{i}] id {image_id!r} must be an integer {lo}..{hi}')
         cards.append(ImageCard(x, y, HEADING_LETTERS.index(face), image_id))
     return tuple(cards)
@@ -137,15 +157,20 @@ def parse_layout(data, require_free_goal: bool = True) -> ArenaLayout:
     if not isinstance(data, dict):
         raise LayoutError('layout must be a JSON object')
     if data.get('format') != LAYOUT_FORMAT:
-        raise LayoutError(f'format is {data.get("format")!r}, expected {LAYOUT_FORMAT!r}')
+        raise LayoutError(f'format is {show(data.get("format"))}, expected {LAYOUT_FORMAT!r}')
+    try:
+        known_keys(data, LAYOUT_KEYS, 'layout')
+    except InputError as exc:
+        raise LayoutError(str(exc)) from None
     if 'grid_rows_top_first' not in data:
         raise LayoutError('layout has no grid_rows_top_first')
+    for key in ('name', 'description'):
+        if not isinstance(data.get(key, ''), str):
+            raise LayoutError(f'{key} must be a string, got {show(data[key])}')
     grid = parse_grid(data['grid_rows_top_first'])
     rows, cols = grid.shape
 
-    start_spec = data.get('start') or {}
-    if not isinstance(start_spec, dict):
-        raise LayoutError('start must be an object {"centre": [x, y], "heading": "N"}')
+    start_spec = _section(data, 'start', START_KEYS, '{"centre": [x, y], "heading": "N"}')
     sx, sy = _cell(start_spec.get('centre', list(START_CENTRE)), 'start centre')
     try:
         heading = heading_from_letter(start_spec.get('heading', 'N'))
@@ -153,9 +178,7 @@ def parse_layout(data, require_free_goal: bool = True) -> ArenaLayout:
         raise LayoutError(f'start {exc}') from None
     _check_centre(grid, (sx, sy), 'start')
 
-    goal_spec = data.get('goal') or {}
-    if not isinstance(goal_spec, dict):
-        raise LayoutError('goal must be an object {"centre": [x, y]}')
+    goal_spec = _section(data, 'goal', GOAL_KEYS, '{"centre": [x, y]}')
     goal = _cell(goal_spec.get('centre', list(GOAL_CENTRE)), 'goal centre')
     if require_free_goal:
         _check_centre(grid, goal, 'goal')
@@ -169,10 +192,12 @@ def parse_layout(data, require_free_goal: bool = True) -> ArenaLayout:
         if not inside(*waypoint, cols, rows):
             raise LayoutError(f'waypoint {waypoint} is outside the arena (0..{cols - 1} x 0..{rows - 1})')
 
-    expected = data.get('expected') if isinstance(data.get('expected'), dict) else {}
+    expected = data.get('expected', {})
+    if not isinstance(expected, dict):
+        raise LayoutError(f'expected must be an object (values the author computed), got {show(expected)}')
     return ArenaLayout(obstacles=grid, start=Pose(sx, sy, heading), goal=goal, waypoint=waypoint,
-                       images=_parse_images(data.get('images'), grid), name=str(data.get('name', '')),
-                       description=str(data.get('description', '')), expected=expected)
+                       images=_parse_images(data.get('images'), grid), name=data.get('name', ''),
+                       description=data.get('description', ''), expected=expected)
 
 
 def grid_to_rows(grid: np.ndarray) -> list[str]:

@@ -1,4 +1,4 @@
-"""MDF (Map Descriptor Format) strings, exactly per reference arena_explorer.md §2.
+"""MDF (Map Descriptor Format) strings, exactly per docs/arena.md §2.
 
 Part 1: bits ``11`` + one explored bit per cell (row y=0 first, x=0..14 in each row) + ``11`` -> 76 hex digits.
 Part 2: one obstacle bit per *explored* cell in the same order, zero-padded to whole bytes -> 2*ceil(n/8) digits.

@@ -59,7 +59,11 @@ def run(args) -> int:
         return fail('fastest-path', str(exc))
     via = f' via {waypoint}' if waypoint is not None else ''
     if route.found:
-        print(f'fastest path{via}: cost {route.cost_value}, {len(route.actions)} actions -> {args.out}')
+        cost = str(route.cost_value)
+        if len(cost) > 15:     # exact but unreadable: say what it is made of
+            turns = sum(1 for a in route.actions if a in 'LR')
+            cost = f'{turns} turns x {args.turn_cost:g} + {len(route.actions) - turns} moves'
+        print(f'fastest path{via}: cost {cost}, {len(route.actions)} actions -> {args.out}')
     else:
         print(f'no path from the start to the goal{via} -> {args.out}')
     return 0

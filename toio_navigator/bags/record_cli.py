@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import math
 import signal
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from toio_navigator.bags.record import STORAGES, BagError, BagWriter, TopicRecorder
+from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter, TopicRecorder
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
@@ -89,33 +89,68 @@ def _storable(value):
     return value
 
 
+class StopRequest:
+    """SIGINT and SIGTERM only set a flag that the recording loop polls. A signal must never raise inside the
+    recorder: Python's default SIGINT handler raises KeyboardInterrupt at whatever bytecode runs next, which under
+    load may be a subscription callback, the finalisation itself, or a ``__del__`` (where the exception is
+    swallowed and the recorder records on until it is killed) -- each of which loses metadata.yaml."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.at = 0.0
+        self._previous: dict = {}
+
+    def _handle(self, signum, _frame) -> None:
+        if self.signal is None:
+            self.signal, self.at = signum, time.monotonic()
+
+    def __bool__(self) -> bool:
+        return self.signal is not None
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.duration is not None and not args.duration > 0:
-        print('toio-nav record: --duration must be > 0', file=sys.stderr)
+    if args.duration is not None and not (args.duration > 0 and math.isfinite(args.duration)):
+        print('toio-nav record: --duration must be > 0 (a finite number of seconds)', file=sys.stderr)
         return 2
     out = args.out or default_out()
+    stop = StopRequest()
+    stop.install()           # first: a signal during the slow start-up below must stop us cleanly too
+    try:
+        return _record(args, out, stop)
+    finally:
+        stop.restore()
+
+
+def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         writer = BagWriter(out, args.storage)
     except (BagError, OSError) as exc:
         print(f'toio-nav record: {exc}', file=sys.stderr)
         return 2
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-    from rclpy.node import Node
-
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = Node('toio_nav_record', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude)
-    stopping: list[bool] = []
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     started = time.monotonic()
-    grabber = None
+    recorder = grabber = None
+    context = node = executor = None
     try:
+        import rclpy
+        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+        from rclpy.node import Node
+
+        context = rclpy.Context()
+        # our own context: rclpy installs no signal handler of its own (ours above stay in charge)
+        rclpy.init(context=context)
+        node = Node('toio_nav_record', context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude)
         recorder.discover()
         node.create_timer(0.5, recorder.discover)
         grabber = ParameterGrabber(node, writer, args.navigator) if args.navigator else None
@@ -125,20 +160,29 @@ def run(args: argparse.Namespace) -> int:
         print(f'toio-nav record: recording {"every topic" if not args.topics else ", ".join(args.topics)} '
               f'into {out} ({args.storage}); Ctrl-C to stop', flush=True)
         deadline = None if args.duration is None else started + args.duration
-        while not stopping and context.ok() and (deadline is None or time.monotonic() < deadline):
+        flushed = time.monotonic()
+        while not stop and context.ok() and (deadline is None or time.monotonic() < deadline):
             executor.spin_once(timeout_sec=0.05)
-    except (KeyboardInterrupt, ExternalShutdownException):
+            if time.monotonic() - flushed >= FLUSH_PERIOD_S:
+                writer.flush()
+                flushed = time.monotonic()
+    except ExternalShutdownException:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        recorder.stop()
+        if recorder is not None:
+            recorder.stop()
         writer.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        finalised = time.monotonic()
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        if context is not None:
+            rclpy.try_shutdown(context=context)
     total = sum(writer.counts.values())
-    print(f'toio-nav record: {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '
-          f'{time.monotonic() - started:.1f} s -> {out}')
+    how = f' after {signal.Signals(stop.signal).name}, finalised in {finalised - stop.at:.2f} s' if stop else ''
+    print(f'toio-nav record: wrote {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '
+          f'{time.monotonic() - started:.1f} s -> {out}{how}', flush=True)
     if grabber is not None and grabber.parameters is None:
         print(f'toio-nav record: {args.navigator} never answered: its parameters are not in the bag (replay will '
               'use --params-file or config/navigator.yaml)', file=sys.stderr)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from toio_navigator.bags.replay import PARAMETERS_KEY, ReplayError, bag_custom_data, open_reader
-from toio_navigator.units import METRES_PER_UNIT, ros_to_mat_xy
+from toio_navigator.bags.replay import ReplayError, open_reader, stored_parameters
+from toio_navigator.input_files import InputError, number, show
+from toio_navigator.units import BODY_RADIUS, ros_to_mat_xy
 
-BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT          # mat units: two cubes touch below twice this
 DEFAULT_MAT = (45.0, 45.0, 455.0, 455.0)
 _CUBE_TOPIC = re.compile(r'^/(?P<cube>[A-Za-z_][A-Za-z0-9_]*)/(?P<kind>state|nav_result|goal)$')
 
@@ -64,6 +64,22 @@ class Run:
 
 def _natural(name: str):
     return [int(p) if p.isdigit() else p for p in re.split(r'(\d+)', name)]
+
+
+def _mat_rect(rect, bag: Path) -> tuple[float, float, float, float]:
+    """The stored mat_rect parameter (x0, y0, x1, y1), or the default mat when the bag holds none."""
+    if rect is None:
+        return DEFAULT_MAT
+    where = f'{bag}: stored navigator parameter mat_rect'
+    if not isinstance(rect, list) or len(rect) != 4:
+        raise ReplayError(f'{where} must be [x0, y0, x1, y1], got {show(rect)}')
+    try:
+        x0, y0, x1, y1 = (number(v, where, -1e6, 1e6) for v in rect)
+    except InputError as exc:
+        raise ReplayError(str(exc)) from None
+    if not (x0 < x1 and y0 < y1):
+        raise ReplayError(f'{where} must have x0 < x1 and y0 < y1, got {show(rect)}')
+    return x0, y0, x1, y1
 
 
 def read_run(bag: str | Path) -> Run:
@@ -118,19 +134,13 @@ def read_run(bag: str | Path) -> Run:
     finally:
         reader.close()
     cubes = sorted(set(tracks) | set(waypoints), key=_natural)
-    params: dict = {}
-    if bag.is_dir() and PARAMETERS_KEY in bag_custom_data(bag):
-        import json
-        try:
-            params = json.loads(bag_custom_data(bag)[PARAMETERS_KEY])
-        except ValueError:
-            params = {}
-    rect = params.get('mat_rect') if isinstance(params, dict) else None
-    mat = tuple(float(v) for v in rect) if isinstance(rect, list) and len(rect) == 4 else DEFAULT_MAT
+    params = stored_parameters(bag) or {}
+    mat = _mat_rect(params.get('mat_rect'), bag)
     truth_track = truth if truth.t and len({len(f) for f in truth.xy}) == 1 else None
     # ground truth lists the cubes in the bringup's `cubes` order: use it when the bag stored the parameters
-    listed = params.get('cubes') if isinstance(params, dict) else None
-    order = [str(c) for c in listed] if isinstance(listed, list) and set(listed) == set(cubes) else cubes
+    listed = params.get('cubes')
+    order = (list(listed) if isinstance(listed, list) and all(isinstance(c, str) for c in listed)
+             and set(listed) == set(cubes) else cubes)
     has_arena = arena.grid is not None or arena.explored or arena.path_xy is not None
     if not cubes and not has_arena and truth_track is None:
         raise ReplayError(f'{bag}: nothing to draw (no /<cube>/state, /<cube>/nav_result, /mat_sim/ground_truth or '

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from toio_navigator.bags.render import read_run, save_gif, save_png
 from toio_navigator.bags.replay import ReplayError
+from toio_navigator.input_files import InputError, check_output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,18 +26,22 @@ def run(args: argparse.Namespace) -> int:
     if not (2 <= args.frames <= 1000 and 0 < args.fps <= 60):
         print('toio-nav render: --frames must be within 2..1000 and --fps within 0..60', file=sys.stderr)
         return 2
-    if not args.out.parent.is_dir():
-        print(f'toio-nav render: {args.out.parent} is not a directory', file=sys.stderr)
-        return 2
     try:
+        check_output_file(args.out, '--out')
+        if not args.out.parent.is_dir():
+            raise InputError(f'--out {args.out}: {args.out.parent} is not a directory')
         recorded = read_run(args.bag)
-    except ReplayError as exc:
+    except (ReplayError, InputError) as exc:
         print(f'toio-nav render: {exc}', file=sys.stderr)
         return 2
-    if suffix == '.png':
-        save_png(recorded, args.out)
-    else:
-        save_gif(recorded, args.out, args.frames, args.fps)
+    try:
+        if suffix == '.png':
+            save_png(recorded, args.out)
+        else:
+            save_gif(recorded, args.out, args.frames, args.fps)
+    except OSError as exc:
+        print(f'toio-nav render: cannot write {args.out}: {exc.strerror or exc}', file=sys.stderr)
+        return 1
     print(f'toio-nav render: {args.out} ({len(recorded.cubes)} cubes, {recorded.duration:.1f} s, '
           f'{len(recorded.contacts)} contacts' + (', arena' if recorded.arena is not None else '') + ')')
     return 0

@@ -9,13 +9,12 @@ decision is compared field by field, within tolerances, with the recorded NavRes
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
 divergence names the time, topic, field and both values.
 
-What the replay still assumes: a MotorCommand (no header) belongs to the tick of the same cube's next command in
-order; run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
+What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
+recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
 are used); a goal re-sent with the same id and fields is not seen as new.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,10 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from toio_navigator.navigation.controller import stamp_seconds
-from toio_navigator.nodes.navigator import (SETTING_PARAMETERS, CubeHandleParams, NavigatorParams,
-                                            NavigatorSettings, SwarmController, apply_reference_parameter,
-                                            coerce_setting, reference_parameters)
+from toio_navigator.bags.repair import diagnose
+from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
+from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.settings.navigator import (SETTING_PARAMETERS, apply_reference_parameter, coerce_setting,
+                                               reference_parameters)
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
@@ -111,16 +112,36 @@ def _stamp_ns(msg) -> int:
 
 def bag_custom_data(path: Path) -> dict:
     """custom_data of a bag directory's metadata.yaml ({} for a bare .mcap or none)."""
-    import yaml
-
     meta = Path(path) / 'metadata.yaml'
     if not meta.is_file():
         return {}
     try:
-        info = yaml.safe_load(meta.read_text()) or {}
-        return dict(info.get('rosbag2_bagfile_information', {}).get('custom_data') or {})
-    except (yaml.YAMLError, AttributeError, TypeError) as exc:
-        raise ReplayError(f'{meta}: not a readable rosbag2 metadata file: {exc}') from None
+        info = load_yaml(read_text(meta, 'rosbag2 metadata file'), str(meta))
+    except InputError as exc:
+        raise ReplayError(str(exc)) from None
+    bag_info = info.get('rosbag2_bagfile_information') if isinstance(info, dict) else None
+    if not isinstance(bag_info, dict):
+        raise ReplayError(f'{meta}: not a rosbag2 metadata file (no rosbag2_bagfile_information mapping)')
+    custom = bag_info.get('custom_data') or {}
+    if not isinstance(custom, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in custom.items()):
+        raise ReplayError(f'{meta}: custom_data must be a mapping of strings to strings')
+    return dict(custom)
+
+
+def stored_parameters(path: Path) -> dict | None:
+    """The navigator's parameters `toio-nav record` stored in the bag (None if it holds none): a JSON object
+    {name: value} under custom_data PARAMETERS_KEY; ReplayError naming the rule otherwise."""
+    custom = bag_custom_data(path) if Path(path).is_dir() else {}
+    if PARAMETERS_KEY not in custom:
+        return None
+    where = f'{path}: custom_data {PARAMETERS_KEY}'
+    try:
+        parameters = load_json(custom[PARAMETERS_KEY], where)
+    except InputError as exc:
+        raise ReplayError(str(exc)) from None
+    if not isinstance(parameters, dict):
+        raise ReplayError(f'{where} must be a JSON object {{name: value}}, got a {type(parameters).__name__}')
+    return parameters
 
 
 def open_reader(path: str | Path):
@@ -130,6 +151,10 @@ def open_reader(path: str | Path):
     path = Path(path)
     if not path.exists():
         raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
+    damage = diagnose(path)          # not finalised / truncated: say what is readable and how to repair
+    if damage is not None:
+        raise ReplayError(damage)
+    bag_custom_data(path)            # a metadata.yaml that is no rosbag2 metadata is named before rosbags reads it
     try:
         reader = AnyReader([path])
         reader.open()
@@ -180,15 +205,9 @@ def read_recording(path: str | Path) -> Recording:
                           'outputs too)')
     if not states:
         raise ReplayError(f'{path}: no /<cube>/state messages: the navigator\'s inputs were not recorded')
-    custom = bag_custom_data(path) if path.is_dir() else {}
-    parameters = None
-    if PARAMETERS_KEY in custom:
-        try:
-            parameters = json.loads(custom[PARAMETERS_KEY])
-        except (TypeError, ValueError) as exc:
-            raise ReplayError(f'{path}: custom_data {PARAMETERS_KEY} is not JSON: {exc}') from None
+    parameters = stored_parameters(path)
     cubes = sorted({r[2] for r in results}, key=_natural)
-    if parameters and isinstance(parameters.get('cubes'), list):
+    if parameters and isinstance(parameters.get('cubes'), list) and parameters['cubes']:
         cubes = [str(c) for c in parameters['cubes']]
     rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], {}, start, end, parameters)
     rec.ticks = _ticks(results, rec.notes)
@@ -216,8 +235,8 @@ def _ticks(results, notes: list[str]) -> list[Tick]:
 
 
 def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, list[tuple[int, int, int]]]:
-    """Each cube's MotorCommands in the order sent. A MotorCommand has no header, and a busy recorder receives
-    the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
+    """Each cube's MotorCommands in the order sent. Older bags' MotorCommands have no stamp, and a busy recorder
+    receives the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
     ones received before the cube's first recorded NavResult belong to ticks the bag does not hold."""
     first = {}
     for t in ticks:
@@ -240,35 +259,33 @@ def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, l
 def read_parameter_files(paths) -> dict:
     """The navigator's parameters from ROS parameter YAML files (sections ``/**`` and ``navigator``), later
     files overriding earlier ones."""
-    import yaml
-
     out: dict = {}
     for p in paths:
-        p = Path(p)
         try:
-            doc = yaml.safe_load(p.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ReplayError(f'parameter file {p}: {exc}') from None
+            doc = load_yaml(read_text(p, 'parameter file'), f'parameter file {p}')
+        except InputError as exc:
+            raise ReplayError(str(exc)) from None
+        doc = {} if doc is None else doc
         if not isinstance(doc, dict):
             raise ReplayError(f'parameter file {p}: not a mapping of node names')
         for section in ('/**', 'navigator', '/navigator', '/**/navigator'):
             params = (doc.get(section) or {}).get('ros__parameters') if isinstance(doc.get(section), dict) else None
+            if params is not None and not isinstance(params, dict):
+                raise ReplayError(f'parameter file {p}: {section}.ros__parameters must be a mapping of names')
             if isinstance(params, dict):
                 out.update(params)
     return out
 
 
 def parse_override(text: str) -> tuple[str, object]:
-    """'name=value' (value in YAML: 3, 0.5, true, [1, 2], AVOID) -> (name, value)."""
-    import yaml
-
+    """'name=value' (value in YAML: 3, 0.5, 1e-2, true, [1, 2], AVOID) -> (name, value)."""
     name, sep, value = text.partition('=')
     if not sep or not name.strip():
         raise ReplayError(f'--set {text!r}: expected name=value, e.g. avoid.margin=30')
     try:
-        return name.strip(), yaml.safe_load(value)
-    except yaml.YAMLError as exc:
-        raise ReplayError(f'--set {text!r}: bad value: {exc}') from None
+        return name.strip(), load_yaml(value, f'--set {text!r}')
+    except InputError as exc:
+        raise ReplayError(f'{exc}') from None
 
 
 def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None = None):
@@ -292,8 +309,8 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
         for name, value in merged.items():
             if name in known_reference:
                 params, handle = apply_reference_parameter(params, handle, name, value)
-    except ValueError as exc:
-        raise ReplayError(f'navigator parameter {exc}') from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ReplayError(f'navigator {exc}') from None
     missing = [c for c in cubes if c not in settings.cubes]
     if missing:
         raise ReplayError(f'the bag has cubes {missing} that the navigator parameters do not list '
@@ -483,7 +500,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
-    _completeness(rec, report)
+    _completeness(rec, report, settings.rate_hz)
     return report
 
 
@@ -533,7 +550,7 @@ def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, tick
         ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
 
 
-def _completeness(rec: Recording, report: ReplayReport) -> None:
+def _completeness(rec: Recording, report: ReplayReport, rate: float) -> None:
     """Notes on what the recording lost (lost inputs make divergences that are not the navigator's)."""
     partial = sum(1 for t in rec.ticks if len(t.results) < len(rec.cubes))
     if partial:
@@ -546,9 +563,6 @@ def _completeness(rec: Recording, report: ReplayReport) -> None:
                             'own: toio-nav record)')
     if len(rec.ticks) > 2:
         gaps = np.diff([t.stamp_ns for t in rec.ticks]) / 1e9
-        rate = 20.0
-        if rec.parameters and isinstance(rec.parameters.get('rate_hz'), (int, float)):
-            rate = float(rec.parameters['rate_hz'])
         big = int(np.count_nonzero(gaps > 2.5 / rate))
         if np.median(gaps) > 1.5 / rate:
             report.notes.append(f'the recorded ticks are {np.median(gaps) * 1000:.0f} ms apart (median) while the '

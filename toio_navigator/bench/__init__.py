@@ -1,1 +1,1 @@
-"""Swarm benchmark scenarios, metrics (METRICS.md) and the runner. No ROS imports."""
+"""Swarm benchmark scenarios, metrics (docs/metrics.md) and the runner. No ROS imports."""

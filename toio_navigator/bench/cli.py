@@ -1,9 +1,9 @@
-"""``toio-nav bench``: run the scenarios of a scenarios file with one local planner, report METRICS.md metrics.
+"""``toio-nav bench``: run the scenarios of a scenarios file with one local planner, report docs/metrics.md metrics.
 
     toio-nav bench --scenarios FILE --planner NAME [--out metrics.json] [--only NAME,...] [--model diff_drive]
 
 Prints one line per scenario on stdout, a progress bar on stderr and, with --out, the full JSON report (one object
-per scenario as METRICS.md §8, the aggregates per category, the seed and the machine description).
+per scenario as docs/metrics.md §8, the aggregates per category, the seed and the machine description).
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ DEFAULT_SCENARIOS = Path(__file__).resolve().parent.parent / 'data' / 'scenarios
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS,
-                        help='scenarios file (shared/benchmarks format); default: the packaged scenarios.yaml')
+                        help='scenarios file (format: docs/metrics.md §9); default: the packaged scenarios.yaml')
     parser.add_argument('--planner', required=True, help='planner name: ' + ', '.join(_planner_names()))
     parser.add_argument('--out', type=Path, help='write the JSON report here')
     parser.add_argument('--only', help='comma-separated scenario names or categories to run (default: all)')
     parser.add_argument('--model', default='holonomic', choices=('holonomic', 'diff_drive'),
-                        help='motion model: holonomic (METRICS.md) or differential drive tracking the velocity')
+                        help='motion model: holonomic (docs/metrics.md) or differential drive tracking the velocity')
     parser.add_argument('--max-steps', type=int, default=None,
                         help='stop every run after this many steps (cost measurements; metrics then partial)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar on stderr')

@@ -1,4 +1,4 @@
-"""The metrics of shared/benchmarks/METRICS.md (version 1), computed from recorded positions only.
+"""The metrics of docs/metrics.md (version 1), computed from recorded positions only.
 
 ``traj`` is the (K+1, N, 2) array of p_i(t_k), k = 0..K. Contacts are found with a uniform-grid pair search per
 frame (frames are processed in chunks as separate groups), so a 1024-agent run of thousands of steps stays cheap.
@@ -12,7 +12,7 @@ import numpy as np
 
 from toio_navigator.navigation.planners.common import pairs_within
 
-#: keys of the per-scenario JSON object, in the order of METRICS.md §8
+#: keys of the per-scenario JSON object, in the order of docs/metrics.md §8
 REPORT_KEYS = (
     'name', 'n_agents', 'success', 'success_time', 'success_collision_free', 'fraction_arrived', 'collisions',
     'obstacle_collisions', 'contact_pair_steps', 'min_clearance', 'min_obstacle_clearance', 'makespan',
@@ -25,7 +25,7 @@ _POINTS_PER_CHUNK = 200_000
 
 @dataclass
 class MetricSetup:
-    """The constants METRICS.md needs besides the trajectory."""
+    """The constants the metrics (docs/metrics.md) need besides the trajectory."""
     goals: np.ndarray                  # (N, 2)
     agent_radius: float = 16.5
     dt: float = 0.05
@@ -44,7 +44,7 @@ class MetricSetup:
 
 def compute_metrics(traj: np.ndarray, setup: MetricSetup, step_ms: np.ndarray | None = None,
                     b0_ms: np.ndarray | None = None, name: str = '') -> dict:
-    """Every metric of METRICS.md §2-§7 for one run, as a JSON-ready dict (undefined values are None)."""
+    """Every metric of docs/metrics.md §2-§7 for one run, as a JSON-ready dict (undefined values are None)."""
     traj = np.asarray(traj, float)
     if traj.ndim != 3 or traj.shape[2] != 2 or traj.shape[0] < 1:
         raise ValueError(f'trajectory must have shape (K+1, N, 2), got {traj.shape}')
@@ -105,7 +105,7 @@ def _frame_pairs(traj: np.ndarray, cutoff: float):
 
 
 def agent_contacts(traj: np.ndarray, radius: float, tolerance: float) -> tuple[int, int, float | None]:
-    """(contact events, contact pair-steps, min clearance) of METRICS.md §3 for agent pairs."""
+    """(contact events, contact pair-steps, min clearance) of docs/metrics.md §3 for agent pairs."""
     k_count, n = traj.shape[:2]
     if n < 2:
         return 0, 0, None
@@ -146,7 +146,7 @@ def _min_distance(traj: np.ndarray, start_cutoff: float) -> float:
 
 def obstacle_contacts(traj: np.ndarray, radius: float, tolerance: float, discs: np.ndarray | None,
                       segments: np.ndarray | None) -> tuple[int, float | None]:
-    """(agent-obstacle contact events, min obstacle clearance) of METRICS.md §3."""
+    """(agent-obstacle contact events, min obstacle clearance) of docs/metrics.md §3."""
     discs = np.zeros((0, 3)) if discs is None else np.asarray(discs, float).reshape(-1, 3)
     segments = np.zeros((0, 4)) if segments is None else np.asarray(segments, float).reshape(-1, 4)
     m = len(discs) + len(segments)
@@ -216,7 +216,7 @@ def _cost(step_ms, b0_ms, n) -> dict:
 
 
 def b0_kernel(pos: np.ndarray, goal: np.ndarray, max_speed: float, dt: float, radius: float):
-    """The B0 reference computation of METRICS.md §7 (timed by the runner): goal velocities, the full N x N
+    """The B0 reference computation of docs/metrics.md §7 (timed by the runner): goal velocities, the full N x N
     squared-distance matrix and the K = min(10, N-1) nearest of every row with a (10 r)^2 validity mask."""
     d = goal - pos
     dist = np.sqrt(np.einsum('ij,ij->i', d, d))

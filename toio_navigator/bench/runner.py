@@ -1,4 +1,4 @@
-"""Runs one scenario with one planner under the protocol of METRICS.md §1 and returns the metrics.
+"""Runs one scenario with one planner under the protocol of docs/metrics.md §1 and returns the metrics.
 
 Two motion models:
 * ``holonomic`` (the benchmark's): the commanded velocity, capped at max_speed, is applied for the whole step,
@@ -6,7 +6,7 @@ Two motion models:
 * ``diff_drive`` (optional): each cube is a unicycle that tracks the planner's velocity with a simple heading
   controller (turn towards the commanded direction, forward speed |v| cos(heading error), driving backwards when
   that needs less turning), wheel speeds capped at the toio motor ceiling MOTOR_MAX. Cubes start facing their
-  goal. Positions of the disc centre are what is measured, as METRICS.md asks.
+  goal. Positions of the disc centre are what is measured, as docs/metrics.md §1.2 asks.
 """
 from __future__ import annotations
 

@@ -1,14 +1,27 @@
 """The bleak transport: scan for cubes and talk to one over Bluetooth LE.
 
 bleak is imported lazily, and the client and scanner are injected through factories, so the logic here
-(routing, reconnect with backoff, re-sent settings, early-exit scanning) runs in tests without an adapter.
-What can only be verified with a real cube and adapter: the bleak calls themselves (connect, GATT writes,
-notifications, disconnect callbacks) -- see the README.
+(routing, reconnect with backoff, re-sent settings, early-exit scanning) runs in tests without an adapter; the
+real bleak calls run in tests against the virtual BlueZ (``toio_navigator.sim.bluez``).
+
+Three things BlueZ asks of its clients that bleak leaves to us:
+
+* one discovery per D-Bus client: bleak shares one D-Bus connection per asyncio loop, so two scans at once in
+  one process make BlueZ answer the second with "InProgress". :func:`scan` therefore runs one scan at a time
+  per loop (several drivers in one process take turns).
+* BlueZ forgets a device some time after it disconnects (and a restarted BlueZ knows none): a device object
+  from an old scan then no longer exists, and connecting to it fails for ever. After a failed attempt (or
+  after BlueZ restarted) the next attempt therefore scans for the cube's address and connects to what it found.
+* bleak notices a dead D-Bus, not a BlueZ that crashed or restarted while the bus lives on: its clients would
+  keep reporting a link that is gone. :class:`BluezWatch` follows the owner of ``org.bluez`` on the system bus
+  and tells every transport of the loop when BlueZ leaves (the link is lost) or comes back (retry now).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
@@ -46,13 +59,26 @@ def bleak_client_factory(adapter: str | None = None, timeout_s: float = 10.0) ->
 
 
 class BleTransport(Transport):
-    """A cube over bleak. ``target`` is an address (MAC, or a CoreBluetooth UUID on macOS) or a bleak BLEDevice."""
+    """A cube over bleak. ``target`` is an address (MAC, or a CoreBluetooth UUID on macOS) or a bleak BLEDevice.
+
+    Connects to the device it knows (the BLEDevice given, or the last one a scan found); a connect to an address,
+    and the attempt after a failed one or after BlueZ restarted, first scans for the address (``scanner_factory``;
+    by default bleak's, unless a client factory is injected without one: then the target goes to the client as
+    it is). ``watch_bluez`` (default: on Linux with bleak's own client) follows BlueZ itself on the system bus,
+    see :class:`BluezWatch`.
+    """
 
     def __init__(self, target: Any, *, client_factory: ClientFactory | None = None, adapter: str | None = None,
-                 backoff: BackoffPolicy | None = None, auto_reconnect: bool = True, io_timeout_s: float = 5.0) -> None:
+                 backoff: BackoffPolicy | None = None, auto_reconnect: bool = True, io_timeout_s: float = 5.0,
+                 scanner_factory: 'ScannerFactory | None' = None, watch_bluez: bool | None = None) -> None:
         super().__init__(backoff=backoff, auto_reconnect=auto_reconnect, io_timeout_s=io_timeout_s)
         self.target = target
+        self._device = None if isinstance(target, str) else target     # the BLEDevice to connect to, if known
+        default_bleak = client_factory is None
         self._factory = client_factory or bleak_client_factory(adapter, self.backoff.connect_timeout_s)
+        self._scanner_factory = scanner_factory or (bleak_scanner_factory(adapter) if default_bleak else None)
+        self._watch_bluez = default_bleak and sys.platform.startswith('linux') if watch_bluez is None else watch_bluez
+        self._watch: BluezWatch | None = None
         self._client: BleClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -76,19 +102,65 @@ class BleTransport(Transport):
 
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
-        client = self._factory(self.target, self._on_disconnected)
-        self._client = client
+        if self._watch_bluez:
+            self._watch = await BluezWatch.of_loop()
+            self._watch.add(self)
+            if not self._watch.present:
+                raise TransportError('BlueZ (org.bluez) is not running on the system bus')
         try:
+            client = self._factory(await self._connect_target(), self._on_disconnected)
+            self._client = client
             # bleak >= 1.0 returns None from connect(): success is "no exception"
             await client.connect()
         except BaseException:
             self._client = None
+            if self._scanner_factory is not None:
+                self._device = None     # BlueZ may have forgotten it: the next attempt scans
             raise
+
+    async def _connect_target(self) -> Any:
+        """What to hand to the client: the known device, else what a scan for the address finds."""
+        if self._device is not None or self._scanner_factory is None:
+            return self._device if self._device is not None else self.target
+        timeout = self.backoff.connect_timeout_s / 2      # the other half is for the connection itself
+        found = await scan(addresses=[self.address], count=1, timeout_s=timeout,
+                           scanner_factory=self._scanner_factory)
+        if not found:
+            raise TransportError(f'cube {self.address} is not advertising (not seen within {timeout:g} s)')
+        self._device = found[0].device
+        return self._device
 
     async def _close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             await client.disconnect()
+
+    def bluez_left(self) -> None:
+        """BluezWatch: BlueZ left the bus, and the link with it; a restarted BlueZ knows no devices."""
+        if self._scanner_factory is not None:
+            self._device = None
+        client, self._client = self._client, None
+        if client is None or not self.is_connected:
+            return          # an attempt in progress fails by itself
+        self._link_lost()
+        # release the client's own D-Bus connection and watchers; its Disconnect call cannot succeed now
+        asyncio.get_running_loop().create_task(self._discard(client))
+
+    async def _discard(self, client: BleClient) -> None:
+        try:
+            await asyncio.wait_for(client.disconnect(), self.io_timeout_s)
+        except Exception as exc:
+            _log.debug('releasing a client of a vanished BlueZ: %s', exc)
+
+    async def _pause_before_retry(self, delay: float) -> None:
+        watch = self._watch
+        if watch is None or watch.present:
+            await asyncio.sleep(delay)
+            return
+        try:        # BlueZ is away: try again as soon as it is back
+            await asyncio.wait_for(watch.back.wait(), delay)
+        except asyncio.TimeoutError:
+            pass
 
     def _connected_client(self) -> BleClient:
         if self._client is None:
@@ -106,6 +178,93 @@ class BleTransport(Transport):
 
     async def _unsubscribe(self, char: Characteristic) -> None:
         await self._connected_client().stop_notify(char.uuid)
+
+
+class BluezWatch:
+    """Follows the owner of ``org.bluez`` on the system bus for the BleTransports of one asyncio loop.
+
+    ``present`` is False while no process owns the name (BlueZ crashed, is restarting, or the bus itself is
+    gone); ``back`` is set while it is present. When BlueZ leaves, every connected transport of the loop loses
+    its link at once (instead of when it next writes). Needs dbus-fast (a bleak dependency on Linux); if the
+    system bus cannot be reached, BlueZ is taken to be present and nothing is watched.
+    """
+
+    _of_loop: 'weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BluezWatch]' = weakref.WeakKeyDictionary()
+    RETRY_S = 0.5       # how often to look for the system bus again after it went away
+
+    def __init__(self) -> None:
+        self.present = True
+        self.back = asyncio.Event()
+        self.back.set()
+        self._transports: 'weakref.WeakSet[BleTransport]' = weakref.WeakSet()
+        self._task: asyncio.Task | None = None
+        self._ready = asyncio.Event()
+
+    @classmethod
+    async def of_loop(cls) -> 'BluezWatch':
+        loop = asyncio.get_running_loop()
+        watch = cls._of_loop.get(loop)
+        if watch is None:
+            watch = cls._of_loop[loop] = cls()
+            watch._task = loop.create_task(watch._run())
+        await watch._ready.wait()
+        return watch
+
+    def add(self, transport: BleTransport) -> None:
+        self._transports.add(transport)
+
+    def _set_present(self, present: bool) -> None:
+        if present == self.present:
+            return
+        self.present = present
+        if present:
+            _log.info('BlueZ is back on the system bus')
+            self.back.set()
+            return
+        _log.warning('BlueZ (org.bluez) left the system bus: every BLE link is lost')
+        self.back.clear()
+        for transport in list(self._transports):
+            transport.bluez_left()
+
+    async def _run(self) -> None:
+        # dbus-fast is imported here, not at the top: the simulator and the tests of this module run without it
+        from dbus_fast import BusType, Message, MessageType
+        from dbus_fast.aio import MessageBus
+
+        def on_message(msg: Message) -> None:
+            if msg.message_type is MessageType.SIGNAL and msg.member == 'NameOwnerChanged' \
+                    and msg.body and msg.body[0] == 'org.bluez':
+                self._set_present(bool(msg.body[2]))
+
+        while True:
+            try:
+                bus = await MessageBus(bus_type=BusType.SYSTEM).connect()
+            except Exception as exc:
+                if not self._ready.is_set():
+                    _log.debug('not watching BlueZ: no system bus (%s)', exc)
+                    self._ready.set()
+                    return
+                await asyncio.sleep(self.RETRY_S)
+                continue
+            try:
+                bus.add_message_handler(on_message)
+                await bus.call(Message(
+                    destination='org.freedesktop.DBus', path='/org/freedesktop/DBus', interface='org.freedesktop.DBus',
+                    member='AddMatch', signature='s',
+                    body=["type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"]))
+                reply = await bus.call(Message(
+                    destination='org.freedesktop.DBus', path='/org/freedesktop/DBus', interface='org.freedesktop.DBus',
+                    member='NameHasOwner', signature='s', body=['org.bluez']))
+                self._set_present(bool(reply.body and reply.body[0]))
+                self._ready.set()
+                await bus.wait_for_disconnect()
+            except Exception as exc:
+                _log.debug('the watch on BlueZ lost the system bus: %s', exc)
+            finally:
+                bus.disconnect()
+            self._set_present(False)        # no bus, no BlueZ (bleak sees the dead bus too)
+            self._ready.set()
+            await asyncio.sleep(self.RETRY_S)
 
 
 # ------------------------------------------------------------------------------------------------------- scanning
@@ -184,19 +343,32 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
             if complete():
                 done.set()
 
-    scanner = (scanner_factory or bleak_scanner_factory(adapter))(on_detect, [SERVICE_UUID])
-    try:
-        await asyncio.wait_for(scanner.start(), timeout_s)
-    except Exception as exc:
-        raise TransportError(f'cannot start a BLE scan: {exc}') from exc
-    try:
-        await asyncio.wait_for(done.wait(), timeout_s)
-    except asyncio.TimeoutError:
-        pass
-    finally:
+    async with _scan_lock():
+        scanner = (scanner_factory or bleak_scanner_factory(adapter))(on_detect, [SERVICE_UUID])
         try:
-            await asyncio.wait_for(scanner.stop(), timeout_s)
+            await asyncio.wait_for(scanner.start(), timeout_s)
         except Exception as exc:
-            _log.debug('stopping the scan failed: %s', exc)
+            raise TransportError(f'cannot start a BLE scan: {exc}') from exc
+        try:
+            await asyncio.wait_for(done.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            try:
+                await asyncio.wait_for(scanner.stop(), timeout_s)
+            except Exception as exc:
+                _log.debug('stopping the scan failed: %s', exc)
     return list(found.values())
+
+
+_scan_locks: 'weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]' = weakref.WeakKeyDictionary()
+
+
+def _scan_lock() -> asyncio.Lock:
+    """One scan at a time per loop: BlueZ gives each D-Bus client (bleak: one per loop) one discovery."""
+    loop = asyncio.get_running_loop()
+    lock = _scan_locks.get(loop)
+    if lock is None:
+        lock = _scan_locks[loop] = asyncio.Lock()
+    return lock
 

@@ -284,6 +284,11 @@ class Transport(abc.ABC):
                 pass
             raise
 
+    async def _pause_before_retry(self, delay: float) -> None:
+        """Wait ``delay`` seconds before the next reconnect attempt (a backend may end the wait early when it
+        knows an attempt can succeed now)."""
+        await asyncio.sleep(delay)
+
     def _link_lost(self) -> None:
         """Backends call this when the link drops by itself (not through disconnect())."""
         if self._user_closed or self._state in (LinkState.RECONNECTING, LinkState.DISCONNECTED):
@@ -303,7 +308,7 @@ class Transport(abc.ABC):
     async def _reconnect_loop(self) -> None:
         try:
             for delay in self.backoff.delays():
-                await asyncio.sleep(delay)
+                await self._pause_before_retry(delay)
                 if self._user_closed:
                     return
                 try:

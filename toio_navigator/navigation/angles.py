@@ -1,4 +1,4 @@
-"""Angle and vector helpers with the reference's exact semantics (fact sheet §0.3, §0.4).
+"""Angle and vector helpers with the reference's exact semantics (docs/navigator.md §0.3, §0.4).
 
 ``wrap`` is fmod(r + 3π, 2π) − π with a truncating remainder, as in the reference: the result lies in [−π, π)
 for r > −3π and is wrong below (B29). Everything works on floats and numpy arrays alike.

@@ -1,4 +1,4 @@
-"""Boids flocking of the reference (fact sheet §3), for B egos at once over a pair list.
+"""Boids flocking of the reference (docs/navigator.md §3), for B egos at once over a pair list.
 
 Visibility: centre distance minus both Boids margins < range, and relative angle < fov — with no absolute
 value, as in the reference (B9: blind only in the wedge between +fov and +π, behind-right). ``Fixes.boids_fov``

@@ -6,7 +6,7 @@ with a duration (so a cube whose navigator or link dies stops by itself). The wh
 reference-exact batched CubeHandle (``handle_batch``); where the controller deliberately differs from the
 reference it is a named setting (defaults = the tuned behaviour of config/navigator.yaml):
 
-* ``border_stop``       the handle border's outward stop on the translation (fact sheet §4.4 step 5, quick test)
+* ``border_stop``       the handle border's outward stop on the translation (docs/navigator.md §4.4 step 5, quick test)
 * ``saturation``        'keep_rotation' (symmetric, keeps the turn) or 'reference' (B13's asymmetric truncation)
 * latency-aware prediction (:func:`predict_pose`): horizon = command lag + age of the state at the tick
 * ``stuck_time_s`` > 0  the dead-lock breaker (the reference has none; 0 turns it off): a side-step for a cube
@@ -28,13 +28,12 @@ import numpy as np
 
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
-from toio_navigator.units import METRES_PER_UNIT, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
+from toio_navigator.units import BODY_RADIUS, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
 
 MODES = ('AVOID', 'BOIDS', 'BOIDS_AVOID')
 HLAVOID = 'hlavoid'
 LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the controller needs no message import)
 TOWARDS, AWAY, STOP = 0, 1, 2
-BODY_RADIUS = 0.0318 / 2 / METRES_PER_UNIT   # half the 31.8 mm body, mat units (contact below twice this)
 SATURATIONS = ('keep_rotation', 'reference')
 ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out of an HLAvoid overlap
 
@@ -65,7 +64,7 @@ class NavigatorSettings:
     command_duration_ms: int = 250            # duration carried by every driving command
     use_pred: bool = False                    # navigator entities at the pose predicted after the command lag
     body_radius: float = BODY_RADIUS          # each cube's disc for the registry planners (HLAvoid has margins)
-    # dead-lock breaker (fact sheet §7.2; the reference has none): a cube with a goal that has moved less than
+    # dead-lock breaker (docs/navigator.md §6; the reference has none): a cube with a goal that has moved less than
     # stuck_distance in stuck_time_s side-steps to its right for sidestep_time_s (then left, then right, ...),
     # and its waypoint leaves the handle's reach (see SwarmController._out_of_reach)
     stuck_time_s: float = 1.0                 # 0 = no breaker (pure reference behaviour)
@@ -226,7 +225,7 @@ def predict_pose(x, y, th, left, right, active_s, horizon, k: float, track: floa
 
 
 def border_outward_stop(translate, x_pred, y_pred, rad_pred, hp: CubeHandleParams):
-    """Option ``border_stop``: the quick outward test of the handle's border (fact sheet §4.4 step 5) applied to
+    """Option ``border_stop``: the quick outward test of the handle's border (docs/navigator.md §4.4 step 5) applied to
     the translation before the wheels are shaped: a cube at or beyond the border rectangle whose next ``dt``
     would take it further out on that axis only turns. (The reference runs the test on the stop-predicted pose
     after the saturation and also cuts durations inside the border; that needs per-cube history.)"""

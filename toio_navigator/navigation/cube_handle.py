@@ -1,4 +1,4 @@
-"""CubeHandle, the reference's motion controller of one cube (fact sheet §4).
+"""CubeHandle, the reference's motion controller of one cube (docs/navigator.md §4).
 
 * ``update`` / ``predict``  §4.2 pose from the cube, wheel speeds and the pose after the lag from the command
                             history (with the reference's 120 dot/s warm-up cap, B14, and 50 ms stop prediction)

@@ -1,4 +1,4 @@
-"""CubeNavigator: a Navigator bound to a CubeHandle (fact sheet §1.6, §1.2 registry).
+"""CubeNavigator: a Navigator bound to a CubeHandle (docs/navigator.md §1.6, §1.2 registry).
 
 ``update`` feeds the handle with an observation and copies its observed (or, with ``use_pred``, its
 predicted-after-lag) state into the navigator's entity; ``navi_to_target`` / ``navi_away_target`` ask the

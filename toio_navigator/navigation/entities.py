@@ -1,4 +1,4 @@
-"""Entities, walls and mat borders (fact sheet §1.1, §1.3; geometry of §2.6).
+"""Entities, walls and mat borders (docs/navigator.md §1.1, §1.3; geometry of §2.6).
 
 An :class:`Entity` is the state of one robot or of a target point. A :class:`Wall` is a segment with a margin
 that HLAvoid treats as a capsule. ``line_coeffs`` gives the normalised line a·x + b·y + c = 0 through two points

@@ -1,4 +1,4 @@
-"""CubeHandle's stateless steps for N cubes at once, exactly as the scalar CubeHandle (fact sheet §4.4–§4.5).
+"""CubeHandle's stateless steps for N cubes at once, exactly as the scalar CubeHandle (docs/navigator.md §4.4–§4.5).
 
 * ``move_to_target_batch``  §4.5 (translate, rotate, duration, reached) from observed and predicted poses
 * ``wheels_batch``          §4.4 steps 1–4: dead-zone shift and the reference's asymmetric saturation (B13)

@@ -1,4 +1,4 @@
-"""HLAvoid, the reference's human-like collision avoidance (fact sheet §2), for B egos at once.
+"""HLAvoid, the reference's human-like collision avoidance (docs/navigator.md §2), for B egos at once.
 
 Steps, each a numpy expression over arrays of shape (B, S) (S = nsample + 1 directions), (S, P) (P ego–other
 pairs, in cache-sized blocks) or (Q, S) (Q ego–wall pairs that can matter):
@@ -43,7 +43,7 @@ class ScanResult:
 
 @dataclass
 class AvoidResult:
-    """HLAvoid's answer for B egos plus its public diagnostics (FORMAT.md §5)."""
+    """HLAvoid's answer for B egos plus its public diagnostics (test/data/conformance/FORMAT.md §5)."""
     vector: np.ndarray        # (B, 2) relative waypoint
     collision: np.ndarray     # (B,)
     speed_limit: np.ndarray   # (B,)

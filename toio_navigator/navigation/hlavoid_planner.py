@@ -1,6 +1,6 @@
 """The reference Navigator (HLAvoid / Boids / both) behind the shared LocalPlanner interface (planner.py).
 
-Each tick every active cube gets one Navigator query (modes of fact sheet §1.4) through the vectorised
+Each tick every active cube gets one Navigator query (modes of docs/navigator.md §1.4) through the vectorised
 ``swarm_step``. A toio cube steers like CubeHandle.move_to_target (§4.5): it turns towards the waypoint at
 δ/rotateTime and translates only when roughly facing it, so a speed limit of 0 (the overlap stop rule) means
 "turn in place", which is how the reference gets out of a jam. A holonomic simulator has no heading of its own

@@ -1,4 +1,4 @@
-"""The reference Navigator (fact sheet §1): modes AVOID / BOIDS / BOIDS_AVOID, the to / away queries, NaviResult.
+"""The reference Navigator, docs/navigator.md §1: modes AVOID / BOIDS / BOIDS_AVOID, the to / away queries, NaviResult.
 
 ``navigate`` answers B queries at once from arrays (the swarm step and the single query share it); the
 :class:`Navigator` class is the object interface of the reference (others with relations, walls, borders) for

@@ -1,7 +1,7 @@
-"""Parameters of the reference Navigator (fact sheet §1.1, §2.1, §3.1, §4.1, Appendix B).
+"""Parameters of the reference Navigator (docs/navigator.md §1.1, §2.1, §3.1, §4.1, Appendix B).
 
 Every constant of the reference is a field here with the reference default, so a user can tune it without
-touching the algorithm. ``Fixes`` holds the named corrections of reference defects (fact sheet §7); every one is
+touching the algorithm. ``Fixes`` holds the named corrections of reference defects (docs/navigator.md §7); every one is
 off by default, so the default behaviour is the reference's, quirks included.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ DOUBLE_MAX = 1.7976931348623157e308
 
 @dataclass(frozen=True)
 class Fixes:
-    """Named fixes of reference defects (fact sheet §7.1). All off = reference behaviour."""
+    """Named fixes of reference defects (docs/navigator.md §7.1). All off = reference behaviour."""
     #: B1: always insert the target bearing (no 0.02 rad gap, no spurious absolute-east direction)
     sampling_gap: bool = False
     #: B4: wrap the angle inside sin() of the turning-radius rule and skip the target's own ray
@@ -44,7 +44,7 @@ class Fixes:
 
 @dataclass(frozen=True)
 class HLAvoidParams:
-    """HLAvoid (fact sheet §2.1). ``fov`` is fixed in the reference and kept here for documentation only."""
+    """HLAvoid (docs/navigator.md §2.1). ``fov`` is fixed in the reference and kept here for documentation only."""
     range: float = 200.0
     nsample: int = 19
     margin: float = 22.0
@@ -84,7 +84,7 @@ class HLAvoidParams:
 
 @dataclass(frozen=True)
 class BoidsParams:
-    """Boids (fact sheet §3.1). fov is the reference's deg2rad(120), which wraps: 2.094395102393195."""
+    """Boids (docs/navigator.md §3.1). fov is the reference's deg2rad(120), which wraps: 2.094395102393195."""
     fov: float = 2.094395102393195
     range: float = 150.0
     margin: float = 25.0
@@ -100,7 +100,7 @@ class BoidsParams:
 
 @dataclass(frozen=True)
 class NavigatorParams:
-    """Navigator gains (fact sheet §1.1, §1.4) plus the HLAvoid / Boids parameters of the ego."""
+    """Navigator gains (docs/navigator.md §1.1, §1.4) plus the HLAvoid / Boids parameters of the ego."""
     p_surrogate_target: float = 1.0
     p_speedratio_boidsavoid: float = 1.0
     p_speedratio_boids: float = 1.0
@@ -121,7 +121,7 @@ class NavigatorParams:
 
 @dataclass(frozen=True)
 class CubeHandleParams:
-    """CubeHandle (fact sheet §4.1, Appendix B). Speeds in motor units unless noted."""
+    """CubeHandle (docs/navigator.md §4.1, Appendix B). Speeds in motor units unless noted."""
     wheel_track: float = WHEEL_TRACK_UNITS       # dot (≈ 19.5225)
     k: float = UNITS_PER_S_PER_MOTOR_UNIT        # dot/s per motor unit (≈ 2.06553)
     dead_zone: int = MOTOR_DEAD_ZONE

@@ -1,6 +1,6 @@
 """``toio-nav query SCENARIO.json RESULT.json``: one Navigator query in the conformance format.
 
-Implements shared/conformance/FORMAT.md (``toio-navigator-conformance/1``; copy in test/data/conformance/):
+Implements test/data/conformance/FORMAT.md (``toio-navigator-conformance/1``):
 reads the ``scenario`` member, validates it strictly (unknown or missing keys, identical wall endpoints, bad
 enum strings, non-numbers are errors that name the offending path), answers with fresh state, and writes the
 result object. Exit 0 on success, 2 on a malformed scenario, 1 when a file cannot be read or written.
@@ -13,6 +13,8 @@ import math
 import sys
 
 import numpy as np
+
+from toio_navigator.input_files import InputError, UnreadableFile, integer, load_json, number, read_text, show
 
 from .batch import EgoBatch, PairBatch, empty_pairs
 from .navigator import Direction, Mode, NaviBatch, navigate
@@ -33,16 +35,21 @@ _BOIDS_KEYS = ('fov', 'range', 'margin', 'p_weight_attraction', 'p_weight_separa
                'p_weight_cohesion', 'p_max_cohesion', 'p_weight_alignment', 'p_max_alignment', 'p_max_all')
 
 
-class ScenarioError(ValueError):
+#: one query scans nsample directions against every other robot and wall: beyond this many (direction, obstacle)
+#: pairs a single query takes minutes and gigabytes, so such a scenario is refused
+MAX_SCAN_WORK = 20_000_000
+MAX_NSAMPLE = 100_000
+
+
+class ScenarioError(InputError):
     """A malformed scenario; the message names the offending path."""
 
 
 def _number(value, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(f'{path}: expected a number, got {json.dumps(value)[:40]}')
-    if not math.isfinite(value):
-        raise ScenarioError(f'{path}: must be finite')
-    return float(value)
+    try:
+        return number(value, path)
+    except InputError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def _object(value, path: str) -> dict:
@@ -63,8 +70,8 @@ def _record(value, spec: dict, path: str, enums: dict | None = None) -> dict:
                 raise ScenarioError(f'{path}: missing required key {key!r}')
             out[key] = default
         elif enums and key in enums:
-            if obj[key] not in enums[key]:
-                raise ScenarioError(f'{path}.{key}: must be one of {", ".join(enums[key])}, got {obj[key]!r}')
+            if not isinstance(obj[key], str) or obj[key] not in enums[key]:
+                raise ScenarioError(f'{path}.{key}: must be one of {", ".join(enums[key])}, got {show(obj[key])}')
             out[key] = obj[key]
         else:
             out[key] = _number(obj[key], f'{path}.{key}')
@@ -90,11 +97,12 @@ def _params(value, path: str) -> NavigatorParams:
                     raise ScenarioError(f'{p}: expected true or false')
                 vals[k] = v
             elif k == 'nsample':
-                if isinstance(v, bool) or not isinstance(v, int) and not (isinstance(v, float) and v.is_integer()):
-                    raise ScenarioError(f'{p}: expected an integer')
-                vals[k] = int(v)
-                if vals[k] > 100_000:
-                    raise ScenarioError(f'{p}: {vals[k]} directions is beyond any sensible scan (max 100000)')
+                if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+                    v = int(v)
+                try:
+                    vals[k] = integer(v, p, hi=MAX_NSAMPLE)
+                except InputError as exc:
+                    raise ScenarioError(f'{exc} (directions of the scan)') from None
             else:
                 vals[k] = _number(v, p)
         sub[name] = vals
@@ -114,11 +122,11 @@ def parse_scenario(doc) -> dict:
         if key not in sc:
             raise ScenarioError(f'scenario: missing required key {key!r}')
     modes = [m.value for m in Mode]
-    if sc['mode'] not in modes:
-        raise ScenarioError(f'scenario.mode: must be one of {", ".join(modes)}, got {sc["mode"]!r}')
+    if not isinstance(sc['mode'], str) or sc['mode'] not in modes:
+        raise ScenarioError(f'scenario.mode: must be one of {", ".join(modes)}, got {show(sc["mode"])}')
     dirs = [d.value for d in Direction]
-    if sc['direction'] not in dirs:
-        raise ScenarioError(f'scenario.direction: must be one of {", ".join(dirs)}, got {sc["direction"]!r}')
+    if not isinstance(sc['direction'], str) or sc['direction'] not in dirs:
+        raise ScenarioError(f'scenario.direction: must be one of {", ".join(dirs)}, got {show(sc["direction"])}')
     ego = _record(sc['ego'], _ENTITY, 'scenario.ego')
     if not isinstance(sc['others'], list):
         raise ScenarioError('scenario.others: expected a list')
@@ -133,8 +141,14 @@ def parse_scenario(doc) -> dict:
             raise ScenarioError(f'scenario.walls[{i}]: the two endpoints are the same point')
         walls.append(rec)
     target = _record(sc['target'], _TARGET, 'scenario.target')
+    params = _params(sc['params'], 'scenario.params')
+    work = max(2, params.avoid.nsample) * (len(others) + len(walls) + 1)
+    if work > MAX_SCAN_WORK:
+        raise ScenarioError(f'scenario: {params.avoid.nsample} scan directions x {len(others)} others and '
+                            f'{len(walls)} walls is {work} checks, beyond what one query computes in reasonable time '
+                            f'(at most {MAX_SCAN_WORK})')
     return {'mode': Mode(sc['mode']), 'direction': Direction(sc['direction']), 'ego': ego, 'others': others,
-            'walls': walls, 'target': target, 'params': _params(sc['params'], 'scenario.params')}
+            'walls': walls, 'target': target, 'params': params}
 
 
 def answer(sc: dict) -> NaviBatch:
@@ -161,7 +175,7 @@ def result_document(sc: dict, res: NaviBatch) -> dict:
     def vec(a):
         return {'x': float(a[0, 0]), 'y': float(a[0, 1])}
     limit = float(res.speed_limit[0])
-    if not math.isfinite(limit):   # FORMAT.md: never Infinity / NaN
+    if not math.isfinite(limit):   # test/data/conformance/FORMAT.md: never Infinity / NaN
         limit = 1.7976931348623157e308 if limit > 0 else 0.0
     out = {'format': FORMAT, 'result': {
         'mode': sc['mode'].value, 'direction': sc['direction'].value, 'waypoint': vec(res.waypoint),
@@ -188,23 +202,27 @@ def _finite_json(obj):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('scenario', help='scenario JSON (an object with a "scenario" member; FORMAT.md §3)')
-    parser.add_argument('result', help='where to write the result JSON (FORMAT.md §4)')
+    parser.add_argument('scenario', help='scenario JSON (a "scenario" member; test/data/conformance/FORMAT.md §3)')
+    parser.add_argument('result', help='where to write the result JSON (test/data/conformance/FORMAT.md §4)')
 
 
 def run(args) -> int:
     try:
-        with open(args.scenario, encoding='utf-8') as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        print(f'toio-nav query: cannot read {args.scenario}: {exc.strerror or exc}', file=sys.stderr)
+        text = read_text(args.scenario, 'scenario')
+    except UnreadableFile as exc:
+        print(f'toio-nav query: {exc}', file=sys.stderr)
         return 1
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        print(f'toio-nav query: {args.scenario}: not valid JSON: {exc}', file=sys.stderr)
+    except InputError as exc:
+        print(f'toio-nav query: {exc}', file=sys.stderr)
+        return 2
+    try:
+        doc = load_json(text, args.scenario)
+    except InputError as exc:
+        print(f'toio-nav query: {exc}', file=sys.stderr)
         return 2
     try:
         sc = parse_scenario(doc)
-    except ScenarioError as exc:
+    except InputError as exc:
         print(f'toio-nav query: {args.scenario}: malformed scenario: {exc}', file=sys.stderr)
         return 2
     with np.errstate(all='ignore'):

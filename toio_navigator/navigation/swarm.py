@@ -1,4 +1,4 @@
-"""Swarm step: the Navigator query of every cube at once (fact sheet §1.4–§1.5 over N cubes).
+"""Swarm step: the Navigator query of every cube at once (docs/navigator.md §1.4–§1.5 over N cubes).
 
 Every cube sees every other cube (the reference's CubeNavigator registry, relation BOIDS unless groups say
 otherwise). Neighbour culling keeps the cost about linear in N at constant density: HLAvoid ignores a robot

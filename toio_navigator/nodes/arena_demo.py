@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.nodes.conversions import grid_from_occupancy, poses_from_path
+
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
 
 
@@ -34,23 +36,6 @@ def run_yaml(path: Path, layout: Path, real_time_factor: float, waypoint: tuple[
                     f'    real_time_factor: {float(real_time_factor)!r}\n'
                     f'arena_explorer:\n  ros__parameters:\n    waypoint: [{wp[0]}, {wp[1]}]\n')
     return path
-
-
-def grid_from_occupancy(msg) -> tuple[np.ndarray, np.ndarray]:
-    """(explored, obstacle) bool [y, x] arrays of an arena/map OccupancyGrid."""
-    data = np.asarray(msg.data, dtype=np.int16).reshape(msg.info.height, msg.info.width)
-    return data != -1, data == 100
-
-
-def poses_from_path(msg, mapping) -> list:
-    """Cell poses of an arena/fastest_path Path."""
-    from toio_navigator.units import quaternion_to_yaw, ros_to_mat_xy, ros_to_mat_yaw
-    out = []
-    for ps in msg.poses:
-        x, y = ros_to_mat_xy(ps.pose.position.x, ps.pose.position.y)
-        q = ps.pose.orientation
-        out.append(mapping.mat_to_pose(x, y, ros_to_mat_yaw(quaternion_to_yaw(q.x, q.y, q.z, q.w))))
-    return out
 
 
 def path_cost(poses, turn_cost: float) -> float:
@@ -116,7 +101,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     from toio_navigator.arena.render import save_png
     from toio_navigator.msg import ArenaState
     from toio_navigator.nodes import bringup
-    from toio_navigator.nodes.arena_explorer import LATCHED, STATE_QOS
+    from toio_navigator.nodes.qos import LATCHED, STATE_QOS
     from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
     names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}

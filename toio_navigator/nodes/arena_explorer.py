@@ -1,22 +1,10 @@
 """The arena_explorer node: one cube explores a virtual 15x20 arena drawn on the mat, then runs the fastest path.
 
-The node is a thin shell around :class:`toio_navigator.arena.explorer.ArenaExplorer` (the step machine): it
-executes each command with the cube and answers with the six IR readings of ``<cube>/ir``.
-
-* forward moves and dashes: one goal through the navigator (``navigator/set_goal``), done when ``<cube>/nav_result``
-  says ``reached`` for that goal id (or the cube stands still inside the target cell). The goal is the target cell's
-  centre along the direction of travel but the cube's own sideways position (within a quarter cell), so the cube
-  drives straight and arrives square instead of steering onto the centre line;
-* 90-degree turns: the driver's ``<cube>/move_to_pose`` (the cube's own target control) to the cell centre with the
-  new heading as an *absolute* angle. The navigator only steers to points, so it cannot turn on the spot; open-loop
-  wheel commands would turn by an amount that depends on latency and floor; the firmware closes the loop on the
-  mat's position code, ends within 4 degrees and, because the angle is absolute, squares the cube up after every
-  turn, so heading errors never accumulate (the seed robot's wall calibration, for free). Before a turn the
-  navigator is released with a STOP goal, otherwise its hold-at-goal commands would replace the firmware's move;
-* after every move the cube's reported pose is checked against the expected cell and heading; a cube off its cell
-  or skewed by more than ``square_up_deg`` is corrected (navigator goal to the centre, then move_to_pose) before the
-  readings are taken, because readings from the wrong pose would corrupt the map. ``start_exploration`` first brings
-  the cube onto the start centre facing north the same way.
+The node translates between ROS and :class:`toio_navigator.arena.executor.ArenaExecutor`, the state machine that
+carries out the explorer's commands with the cube (docs/arena.md §8.1): forward moves and dashes are goals of the
+navigator (``navigator/set_goal``, done on ``<cube>/nav_result``), 90-degree turns the driver's
+``<cube>/move_to_pose`` (the cube's own target control, absolute heading), every move is checked against the
+cube's reported pose (``<cube>/state``) and corrected before the readings of ``<cube>/ir`` answer the command.
 
 The readings come from ``<cube>/ir``: mat_sim's virtual sensors for a simulated cube, the virtual_ir node (virtual
 sensors from the cube's reported pose) for a real cube under a virtual arena. The explorer never reads a layout.
@@ -34,179 +22,38 @@ waypoint applies to the next fastest path (a running one keeps its route).
 """
 from __future__ import annotations
 
-import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
-import numpy as np
-import rclpy
 from nav_msgs.msg import OccupancyGrid, Path
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.task import Future
+from rclpy.time import Time
 from std_srvs.srv import Trigger
 
 from toio_navigator import units
-from toio_navigator.arena.explorer import FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig
-from toio_navigator.arena.fastest_path import Route, actions_to_commands
-from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, HEADING_LETTERS, Pose, centre_in_range, footprint
-from toio_navigator.arena.grid import readings_from_ir_ranges
+from toio_navigator.arena.executor import (ArenaExecutor, GoalRequest, LogLine, Mode, PathReport, Report, StopCube,
+                                           TurnRequest)
+from toio_navigator.arena.explorer import ArenaExplorer
+from toio_navigator.arena.geometry import HEADING_LETTERS, Pose
+from toio_navigator.arena.layout import LayoutError, load_layout
 from toio_navigator.msg import ArenaImage, ArenaState, CubeState, IrRanges, MoveToPose, MoveToPoseResult, NavGoal, \
     NavResult
 from toio_navigator.nodes import conversions
-from toio_navigator.sim.ir_sensors import ArenaMatMapping
+from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.nodes.qos import LATCHED, STATE_QOS
+from toio_navigator.nodes.spin import run_node
+from toio_navigator.settings.arena_explorer import (ArenaNodeError,  # noqa: F401 (older imports)
+                                                    PARAMS, parse_waypoint, settings_from_values)
+from toio_navigator.settings.spec import SettingError
+from toio_navigator.sim.ir_sensors import VirtualCamera
 from toio_navigator.srv import SetGoal, SetWaypoint
 
-#: latched: a late subscriber (rviz, the demo) still gets the last map, state and path
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STATE_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-NO_WAYPOINT = [-1, -1]
-LATERAL_SLACK = 0.25      # cells: how far beside the centre line a forward move may end
-RELEASE_GAP_S = 0.12      # after the navigator let go of the cube, before the next command goes out
-STILL_S, STILL_UNITS = 1.0, 1.0   # a cube that moved less than 1 unit in 1 s stands still
-SERVICE_TIMEOUT_S = 3.0   # navigator/set_goal answers within a tick or two
-STALE_S = 2.0             # no cube state for this long while moving: the run stops with ERROR
-TURN_TIMEOUT_S = 5.0      # the cube's own timeout of one move_to_pose (a 90-degree turn takes well under 2 s)
-STOP_REPORT_S = 0.6       # after terminate / an error: the cube has stopped by then (command durations <= 250 ms)
-
-#: name -> (default, description)
-PARAMETERS: dict[str, tuple[object, str]] = {
-    'cube': ('cube1', 'the exploring cube (namespace of its driver topics)'),
-    'arena_origin_x': (100.0, 'mat x (units) of the arena top-left corner (same as mat_sim)'),
-    'arena_origin_y': (50.0, 'mat y (units) of the arena top-left corner (same as mat_sim)'),
-    'arena_cell_size': (20.0, 'arena cell side, mat units (same as mat_sim)'),
-    'waypoint': (NO_WAYPOINT, 'fastest-path waypoint [x, y] (robot centre cell, 1..13 x 1..18); [-1, -1] = none; '
-                              'also set by the arena_explorer/set_waypoint service'),
-    'turn_cost': (2.0, 'fastest-path cost of a 90-degree turn (a forward cell costs 1)'),
-    'image_mode': (False, 'hunt image cards (photos, reverse hugging)'),
-    'max_images': (5, 'image mode: stop hunting after this many different cards'),
-    'camera_layout': ('', 'image mode: layout JSON whose cards a simulated camera sees ("" = no camera)'),
-    'complete_coverage': (True, 'after the hug, visit every pose that can still see an unexplored cell'),
-    'dash': (True, 'several cells in one forward move when the seed\'s break checks allow it'),
-    'max_moves': (5000, 'end exploration after this many motion commands'),
-    'move_speed': (50.0, 'navigator speed cap of forward moves, motor units'),
-    'turn_speed': (40, 'move_to_pose speed of turns, motor units 10..115'),
-    'goal_tolerance': (6.0, 'forward move reached within this many mat units (>= the navigator handle_tolerance)'),
-    'square_up_deg': (40.0, 'heading error (deg) that triggers a correction before the readings (< 45)'),
-    'settle_s': (0.1, 'wait after a move before the pose check and the readings'),
-    'move_timeout_s': (20.0, 'one motion step may take this long before it is retried'),
-    'retries': (2, 'retries of a failing motion step before the run stops with ERROR'),
-}
-
-
-class ArenaNodeError(ValueError):
-    """A parameter of the arena_explorer node has a value it cannot work with."""
-
-
-@dataclass(frozen=True)
-class ArenaNodeSettings:
-    cube: str = 'cube1'
-    mapping: ArenaMatMapping = ArenaMatMapping()
-    waypoint: tuple[int, int] | None = None
-    move_speed: float = 50.0
-    turn_speed: int = 40
-    goal_tolerance: float = 6.0
-    square_up_deg: float = 40.0
-    settle_s: float = 0.1
-    move_timeout_s: float = 20.0
-    retries: int = 2
-    camera_layout: str = ''
-    explorer: ExplorerConfig = field(default_factory=ExplorerConfig)
-
-
-def _number(v: dict, name: str, low: float, high: float = math.inf) -> float:
-    value = v[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low <= value <= high:
-        raise ArenaNodeError(f'parameter {name}: must be a number within {low:g}..{high:g}, got {value!r}')
-    return float(value)
-
-
-def parse_waypoint(value, cols: int = ARENA_COLS, rows: int = ARENA_ROWS) -> tuple[int, int] | None:
-    """[x, y] -> (x, y); [] or [-1, -1] -> None; anything else (not two integers, outside the arena, a centre whose
-    3x3 footprint leaves the arena): ArenaNodeError naming the problem."""
-    values = list(value) if value is not None else []
-    if not values or values == NO_WAYPOINT:
-        return None
-    if len(values) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) for c in values):
-        raise ArenaNodeError(f'parameter waypoint: expected [x, y] (two integers) or [-1, -1], got {values!r}')
-    x, y = values
-    if not (0 <= x < cols and 0 <= y < rows):
-        raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is outside the arena (0..{cols - 1} x 0..{rows - 1})')
-    if not centre_in_range(x, y, cols, rows):
-        raise ArenaNodeError(f'parameter waypoint: cell ({x},{y}) is not a valid robot centre: the 3x3 footprint would '
-                             f'leave the arena (centres are 1..{cols - 2} x 1..{rows - 2})')
-    return x, y
-
-
-def settings_from_values(v: dict) -> ArenaNodeSettings:
-    """ArenaNodeSettings from parameter values; ArenaNodeError naming the first bad one."""
-    cube = v['cube']
-    if not isinstance(cube, str) or not cube or not cube.replace('_', 'a').isalnum() or cube[0].isdigit():
-        raise ArenaNodeError(f'parameter cube: {cube!r} is not a valid ROS name')
-    try:
-        mapping = ArenaMatMapping(_number(v, 'arena_origin_x', -1e5, 1e5), _number(v, 'arena_origin_y', -1e5, 1e5),
-                                  _number(v, 'arena_cell_size', 1e-3, 1e4))
-    except ValueError as exc:
-        raise ArenaNodeError(f'arena mapping: {exc}') from None
-    for name in ('image_mode', 'complete_coverage', 'dash'):
-        if not isinstance(v[name], bool):
-            raise ArenaNodeError(f'parameter {name}: must be true or false, got {v[name]!r}')
-    for name, low in (('max_images', 0), ('max_moves', 1), ('retries', 0), ('turn_speed', 10)):
-        if isinstance(v[name], bool) or not isinstance(v[name], int) or v[name] < low:
-            raise ArenaNodeError(f'parameter {name}: must be an integer >= {low}, got {v[name]!r}')
-    if v['turn_speed'] > units.MOTOR_MAX:
-        raise ArenaNodeError(f'parameter turn_speed: must be <= {units.MOTOR_MAX}, got {v["turn_speed"]}')
-    if not isinstance(v['camera_layout'], str):
-        raise ArenaNodeError(f'parameter camera_layout: must be a path string, got {v["camera_layout"]!r}')
-    try:
-        explorer = ExplorerConfig(image_mode=v['image_mode'], max_images=v['max_images'],
-                                  complete_coverage=v['complete_coverage'], dash=v['dash'], max_moves=v['max_moves'],
-                                  turn_cost=_number(v, 'turn_cost', 0.0, 1e6))
-    except ValueError as exc:
-        raise ArenaNodeError(str(exc)) from None
-    return ArenaNodeSettings(
-        cube=cube, mapping=mapping, waypoint=parse_waypoint(v['waypoint']),
-        move_speed=_number(v, 'move_speed', 1.0, units.MOTOR_MAX), turn_speed=int(v['turn_speed']),
-        goal_tolerance=_number(v, 'goal_tolerance', 0.1, 0.5 * mapping.cell_size),
-        square_up_deg=_number(v, 'square_up_deg', 4.0, 44.0), settle_s=_number(v, 'settle_s', 0.0, 10.0),
-        move_timeout_s=_number(v, 'move_timeout_s', 0.5, 600.0), retries=int(v['retries']),
-        camera_layout=v['camera_layout'], explorer=explorer)
-
-
 # ------------------------------------------------------------------------------------------------ messages
-
-def occupancy_grid(explored, obstacle, mapping: ArenaMatMapping, stamp) -> OccupancyGrid:
-    """The belief as an OccupancyGrid in frame ``mat`` (REP 103): cell (0, 0) = the arena's bottom-left corner.
-
-    Arena y grows upward and ROS y does too, so row y of the grid is arena row y (no flip); -1 / 0 / 100."""
-    rows, cols = explored.shape
-    msg = OccupancyGrid()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    msg.info.map_load_time = stamp
-    msg.info.resolution = float(mapping.cell_size * units.METRES_PER_UNIT)
-    msg.info.width, msg.info.height = cols, rows
-    x0, y0 = units.mat_to_ros_xy(mapping.origin_x, mapping.origin_y + rows * mapping.cell_size)
-    msg.info.origin.position.x, msg.info.origin.position.y = float(x0), float(y0)
-    msg.info.origin.orientation.w = 1.0
-    values = np.where(explored, np.where(obstacle, 100, 0), -1).astype(np.int8)   # row-major from (0, 0)
-    msg.data = values.ravel().tolist()
-    return msg
-
-
-def route_path(poses, mapping: ArenaMatMapping, stamp) -> Path:
-    """Robot centre poses (cells) as a nav_msgs/Path in frame ``mat`` (metres, counter-clockwise yaw)."""
-    msg = Path()
-    msg.header.stamp, msg.header.frame_id = stamp, units.FRAME_ID
-    for pose in poses:
-        mx, my, theta = mapping.pose_to_mat(pose)
-        msg.poses.append(conversions.pose_stamped(mx, my, theta, stamp))
-    return msg
-
 
 STATUS = {'IDLE': ArenaState.IDLE, 'EXPLORING': ArenaState.EXPLORING, 'RETURNING': ArenaState.RETURNING,
           'IMAGE_HUNT': ArenaState.IMAGE_HUNT, 'FASTEST_PATH': ArenaState.FASTEST_PATH, 'DONE': ArenaState.DONE,
@@ -223,54 +70,16 @@ def arena_state(explorer: ArenaExplorer, pose: Pose, status: str, text: str, mov
     return msg
 
 
-# ------------------------------------------------------------------------------------------------ motion steps
-
-@dataclass
-class Step:
-    """One thing the cube must do; polled on the node's timer until done."""
-    kind: str                      # goal, release, pose, check, sense
-    pose: Pose | None = None       # the cell pose the step is about
-    started: float = -math.inf
-    sent: float = -math.inf        # when the request went out
-    goal_id: int = 0
-    attempts: int = 0
-    future: object = None
-    released: float | None = None  # release: when the navigator first reported the cube inactive
-    stamp_ns: int = 0              # ROS time the step started (sensor stamps must be later)
-
-
-class StepFailed(RuntimeError):
-    pass
-
-
 class ArenaExplorerNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__('arena_explorer', **kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            if name == 'waypoint':
-                self.declare_parameter(name, default, ParameterDescriptor(description=doc))
-            else:
-                self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
-        self.settings = settings_from_values({n: self.get_parameter(n).value for n in PARAMETERS})
+        self.parameters = NodeParameters(self, PARAMS)
+        self.settings = settings_from_values(self.parameters.values)
         s, cube = self.settings, self.settings.cube
-        self.camera = self._load_camera(s.camera_layout) if s.explorer.image_mode and s.camera_layout else None
-        self.explorer: ArenaExplorer | None = None
-        self.mode = 'IDLE'           # IDLE, EXPLORING, FASTEST_PATH, DONE, TERMINATED, ERROR
-        self.text = 'waiting for arena_explorer/start_exploration'
-        self.pose = Pose(1, 1, 0)    # where the cube is (cells), as far as the node knows
-        self.route: Route | None = None
-        self.route_commands: list[str] = []
-        self.route_moves = 0
-        self.steps: list[Step] = []
-        self.readings = None
-        self.command = None          # the explorer command (or fastest-path command) being executed
-        self._ids = 0
-        self._still_at = (math.nan, math.nan, math.inf)   # where and since when the cube stands still
-        self._final_report: float | None = None   # when to publish the pose the cube stopped on
-        self.cube_state: tuple[float, CubeState] | None = None
-        self.ir: tuple[float, IrRanges] | None = None
-        self.nav: tuple[float, NavResult] | None = None
-        self.move_results: dict[int, MoveToPoseResult] = {}
+        camera = self._load_camera(s.camera_layout) if s.explorer.image_mode and s.camera_layout else None
+        self.arena = ArenaExecutor(s, None if camera is None else
+                                   lambda pose: [(c.id, c.bound) for c in camera.capture_all(pose)])
+        self.goal_calls: dict[int, Future] = {}     # navigator/set_goal requests awaiting their answer, by goal id
         self.create_subscription(CubeState, f'{cube}/state', self._on_state, qos_profile_sensor_data)
         self.create_subscription(IrRanges, f'{cube}/ir', self._on_ir, 10)
         self.create_subscription(NavResult, f'{cube}/nav_result', self._on_nav, 10)
@@ -285,49 +94,36 @@ class ArenaExplorerNode(Node):
         self.create_service(Trigger, 'arena_explorer/start_fastest_path', self._srv_start_fastest_path)
         self.create_service(Trigger, 'arena_explorer/terminate', self._srv_terminate)
         self.create_service(SetWaypoint, 'arena_explorer/set_waypoint', self._srv_set_waypoint)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.parameters.on_change(self._apply_parameters)
         self.create_timer(0.02, self._tick)
         self.get_logger().info(f'arena_explorer: cube {cube}, {s.mapping.cell_size:g}-unit cells from mat '
                                f'({s.mapping.origin_x:g}, {s.mapping.origin_y:g}), waypoint {s.waypoint}')
 
     @staticmethod
-    def _load_camera(path: str):
-        from toio_navigator.arena.layout import LayoutError, load_layout
-        from toio_navigator.sim.ir_sensors import VirtualCamera
+    def _load_camera(path: str) -> VirtualCamera:
         try:
             return VirtualCamera(load_layout(path).images)
         except LayoutError as exc:
-            raise ArenaNodeError(f'parameter camera_layout: {exc}') from None
+            raise SettingError('camera_layout', str(exc)) from None
 
     # ---------------------------------------------------------------------------------------------- inputs
     def _on_state(self, msg: CubeState) -> None:
-        now = time.monotonic()
-        if self.cube_state is None or math.hypot(msg.x - self._still_at[0], msg.y - self._still_at[1]) > STILL_UNITS:
-            self._still_at = (msg.x, msg.y, now)     # moved: restart the stillness clock here
-        self.cube_state = (now, msg)
+        self.arena.on_cube_state(time.monotonic(), msg.x, msg.y, msg.theta, msg.on_mat)
 
     def _on_ir(self, msg: IrRanges) -> None:
-        self.ir = (time.monotonic(), msg)
+        self.arena.on_ir(time.monotonic(), msg.ranges, Time.from_msg(msg.header.stamp).nanoseconds)
 
     def _on_nav(self, msg: NavResult) -> None:
-        self.nav = (time.monotonic(), msg)
+        self.arena.on_nav_result(time.monotonic(), msg.goal_id, msg.active, msg.reached)
 
     def _on_move_result(self, msg: MoveToPoseResult) -> None:
-        self.move_results[msg.goal_id] = msg
+        self.arena.on_turn_result(msg.goal_id, msg.result == MoveToPoseResult.REACHED, f'{msg.result}: {msg.text}')
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name == 'waypoint':
-                try:
-                    waypoint = parse_waypoint(p.value)
-                except ArenaNodeError as exc:
-                    return SetParametersResult(successful=False, reason=str(exc))
-                self.settings = _replace(self.settings, waypoint=waypoint)
-                self.get_logger().info(f'waypoint set to {waypoint}')
-            elif p.name in PARAMETERS:
-                return SetParametersResult(successful=False, reason=f'{p.name} is fixed at start-up; only waypoint '
-                                                                    'changes at run time')
-        return SetParametersResult(successful=True)
+    def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
+        """``waypoint`` (the only run-time parameter): applies to the next fastest path."""
+        waypoint = parse_waypoint(values['waypoint'])
+        self.settings = self.arena.settings = replace(self.settings, waypoint=waypoint)
+        self.get_logger().info(f'waypoint set to {waypoint}')
 
     # ---------------------------------------------------------------------------------------------- services
     def _srv_set_waypoint(self, request, response):
@@ -335,10 +131,10 @@ class ArenaExplorerNode(Node):
         wanted = [int(request.x), int(request.y)]
         try:
             waypoint = parse_waypoint(wanted)
-        except ArenaNodeError as exc:
+        except SettingError as exc:
             response.success, response.message = False, str(exc).replace('parameter waypoint: ', '')
             return response
-        blocked = self._known_obstacles_under(waypoint)
+        blocked = self.arena.known_obstacles_under(waypoint)
         if blocked:
             response.success = False
             response.message = (f'cell ({waypoint[0]},{waypoint[1]}) is not a valid robot centre: the explored map has '
@@ -349,406 +145,101 @@ class ArenaExplorerNode(Node):
             response.success, response.message = False, result.reason
             return response
         response.success = True
-        when = 'the next fastest path (the running one keeps its route)' if self.mode == 'FASTEST_PATH'             else 'the next fastest path'
+        when = ('the next fastest path (the running one keeps its route)' if self.arena.mode == Mode.FASTEST_PATH
+                else 'the next fastest path')
         response.message = (f'waypoint ({waypoint[0]},{waypoint[1]}) for {when}' if waypoint is not None
                             else f'no waypoint for {when}')
         return response
 
-    def _known_obstacles_under(self, waypoint: tuple[int, int] | None) -> list[tuple[int, int]]:
-        """Explored obstacle cells under a robot centred on ``waypoint`` (none before any exploration)."""
-        if waypoint is None or self.explorer is None:
-            return []
-        b = self.explorer.belief
-        return [(x, y) for x, y in footprint(*waypoint) if b.explored[y, x] and b.obstacle[y, x]]
-
-    def _ready(self) -> str:
-        """'' when the cube, its driver, the navigator and the IR sensors are all there; else what is missing."""
-        now = time.monotonic()
-        cube = self.settings.cube
-        if self.cube_state is None or now - self.cube_state[0] > 1.0:
-            return f'no recent {cube}/state (is the cube_driver running?)'
-        if not self.cube_state[1].on_mat:
-            return f'{cube} is not on the mat'
-        if self.ir is None or now - self.ir[0] > 1.0:
-            return f'no recent {cube}/ir (is mat_sim running with an arena_layout?)'
+    def _missing_peers(self) -> str:
+        """'' when the navigator and the driver's move_to_pose are there; else what is missing."""
         if not self.set_goal.service_is_ready():
             return 'the navigator (navigator/set_goal) is not available'
         if self.move_pub.get_subscription_count() == 0:
-            return f'nobody subscribes to {cube}/move_to_pose (is the cube_driver running?)'
+            return f'nobody subscribes to {self.settings.cube}/move_to_pose (is the cube_driver running?)'
         return ''
 
-    def _busy(self) -> bool:
-        return self.mode in ('EXPLORING', 'FASTEST_PATH')
-
     def _srv_start_exploration(self, _request, response):
-        missing = self._ready()
-        if self._busy() or missing:
-            response.success = False
-            response.message = f'already {self.mode.lower()}' if self._busy() else missing
-            return response
-        start = Pose(1, 1, 0)
-        self.explorer = ArenaExplorer(self.settings.explorer, start=start)
-        self.route, self.command = None, None
-        self.mode, self.text = 'EXPLORING', 'exploring'
-        self.pose = start
-        self.steps = [Step('release'), Step('check', start)]   # stand on the start centre, facing the start heading
-        self._publish(state=True, grid=True)
-        response.success, response.message = True, 'exploration started'
-        self.get_logger().info('exploration started')
+        response.success, response.message = self.arena.start_exploration(time.monotonic(), self._missing_peers())
+        self._carry_out()
         return response
 
     def _srv_start_fastest_path(self, _request, response):
-        ok, message = self._start_fastest_path()
-        response.success, response.message = ok, message
+        response.success, response.message = self.arena.start_fastest_path(time.monotonic(), self._missing_peers())
+        self._carry_out()
         return response
 
-    def _start_fastest_path(self) -> tuple[bool, str]:
-        if self._busy():
-            return False, f'already {self.mode.lower()}'
-        if self.explorer is None:
-            return False, 'nothing explored yet: call arena_explorer/start_exploration first'
-        missing = self._ready()
-        if missing:
-            return False, missing
-        start = self.explorer.start
-        if (self.pose.x, self.pose.y) != (start.x, start.y):
-            return False, (f'the robot is at ({self.pose.x},{self.pose.y}), not on the start centre '
-                           f'({start.x},{start.y}); a finished exploration ends there')
-        route = self.explorer.fastest_path(self.settings.waypoint)
-        self.route = route
-        self._publish_path(route)
-        if not route.found:
-            self.text = f'no path from the start via waypoint {self.settings.waypoint} to the goal on the explored map'
-            self._publish(state=True)
-            return False, self.text
-        self.route_commands = actions_to_commands(route.actions)
-        self.route_moves, self.command = 0, None
-        self.mode = 'FASTEST_PATH'
-        self.text = f'fastest path: cost {route.cost_value}, {" ".join(self.route_commands)}'
-        self.steps = [Step('release'), Step('check', start)]   # the WJ robot also turns to the start heading first
-        self.pose = start
-        self.get_logger().info(self.text)
-        self._publish(state=True)
-        return True, self.text
-
     def _srv_terminate(self, _request, response):
-        if not self._busy():
-            response.success, response.message = False, f'nothing to terminate ({self.mode.lower()})'
-            return response
-        if self.explorer is not None and self.mode == 'EXPLORING':
-            self.explorer.terminate()
-        self._stop_cube()
-        self.mode, self.text = 'TERMINATED', 'terminated by arena_explorer/terminate'
-        self._publish(state=True, grid=True)
-        response.success, response.message = True, 'terminated'
-        self.get_logger().info('terminated')
+        response.success, response.message = self.arena.terminate(time.monotonic())
+        self._carry_out()
         return response
 
     # ---------------------------------------------------------------------------------------------- the loop
     def _tick(self) -> None:
-        if self._final_report is not None and time.monotonic() >= self._final_report:
-            self._final_report = None
-            self._report_where_it_stopped()
-        if not self._busy():
-            return
-        try:
-            self._check_cube()
-            while self.steps and self._poll(self.steps[0]):
-                self.steps.pop(0)
-            if not self.steps:
-                self._next_command()
-        except StepFailed as exc:
-            self._stop_cube()
-            self.mode, self.text = 'ERROR', str(exc)
-            self.get_logger().error(f'{self.mode}: {exc}')
-            self._publish(state=True, grid=True)
+        for goal_id, future in list(self.goal_calls.items()):
+            if future.done():
+                del self.goal_calls[goal_id]
+                answer = future.result()
+                self.arena.on_goal_answer(goal_id, None if answer is None else answer.accepted,
+                                          '' if answer is None else answer.reason)
+        self.arena.tick(time.monotonic(), self.get_clock().now().nanoseconds)
+        self._carry_out()
 
-    def _next_command(self) -> None:
-        """The current command has been carried out: report it, then start the next one."""
-        if self.mode == 'EXPLORING':
-            self._explore_next()
-        else:
-            self._route_next()
+    def _carry_out(self) -> None:
+        """Do what the executor asked for, in order."""
+        for out in self.arena.take_outputs():
+            match out:
+                case GoalRequest():
+                    self._send_goal(out)
+                case TurnRequest():
+                    self.move_pub.publish(MoveToPose(
+                        goal_id=out.goal_id, x=out.x, y=out.y, theta=out.theta, angle_mode=MoveToPose.ANGLE_SHORTEST,
+                        movement_type=MoveToPose.MOVE_ROTATE_FIRST, max_speed=out.max_speed, speed_profile=0,
+                        timeout_s=out.timeout_s))
+                case StopCube():
+                    if out.cancel_turn and self.cancel_move.service_is_ready():
+                        self.cancel_move.call_async(Trigger.Request())
+                    if self.set_goal.service_is_ready():
+                        self._send_goal(GoalRequest(out.goal_id, None), answer_wanted=False)
+                case Report():
+                    self._publish(out)
+                case PathReport():
+                    poses = out.route.poses if out.route.found else []
+                    self.path_pub.publish(conversions.route_path(poses, self.settings.mapping, self._stamp()))
+                # one call site per severity and throttling: rclpy's logger keeps both per call site
+                case LogLine(level='error'):
+                    self.get_logger().error(out.text)
+                case LogLine(level='warning', throttle_s=0.0):
+                    self.get_logger().warning(out.text)
+                case LogLine(level='warning'):
+                    self.get_logger().warning(out.text, throttle_duration_sec=out.throttle_s)
+                case LogLine():
+                    self.get_logger().info(out.text)
 
-    def _explore_next(self) -> None:
-        ex = self.explorer
-        cmd = self.command
-        if cmd is not None:
-            if cmd.kind == PHOTO:
-                ex.on_photo([(c.id, c.bound) for c in self.camera.capture_all(self.pose)] if self.camera else [])
-            else:
-                ex.on_moved(readings_from_ir_ranges(self.readings.ranges))
-            self.pose = ex.pose
-            self._publish(state=True, grid=True)
-        cmd = self.command = ex.next_move()
-        if cmd is None:
-            self._finish_exploration()
-            return
-        if cmd.kind == PHOTO:
-            if self.camera is None:
-                self.get_logger().warning('image mode without camera_layout: the photo sees nothing',
-                                          throttle_duration_sec=30.0)
-            return   # answered on the next tick, nothing moves
-        self.steps = self._motion_steps(cmd.kind, cmd.cells) + [Step('sense')]
+    def _send_goal(self, request: GoalRequest, answer_wanted: bool = True) -> None:
+        goal = NavGoal(goal_id=request.goal_id, cube=self.settings.cube, direction=NavGoal.STOP)
+        if request.point is not None:
+            goal.direction, (goal.x, goal.y) = NavGoal.TOWARDS, request.point
+            goal.max_speed, goal.tolerance = request.max_speed, request.tolerance
+        future = self.set_goal.call_async(SetGoal.Request(goal=goal))
+        if answer_wanted:
+            self.goal_calls[request.goal_id] = future
 
-    def _finish_exploration(self) -> None:
-        ex = self.explorer
-        self._stop_cube()
-        self.mode = 'TERMINATED' if ex.status == 'TERMINATED' else 'DONE'
-        route = ex.fastest_path(self.settings.waypoint)
-        self.route = route
-        self._publish_path(route)
-        self.text = (f'exploration {self.mode.lower()}: {ex.explored_count} cells explored, {ex.moves} moves, '
-                     f'{"back on the start" if ex.returned_to_start else "NOT back on the start"}; fastest path '
-                     + (f'cost {route.cost_value}' if route.found else 'none'))
-        self.get_logger().info(self.text)
-        self._publish(state=True, grid=True)
+    def _stamp(self):
+        return self.get_clock().now().to_msg()
 
-    def _route_next(self) -> None:
-        if self.command is not None:
-            self.route_moves += 1
-            self._publish(state=True)
-        if not self.route_commands:
-            self.command = None
-            self._stop_cube()
-            goal = self.explorer.goal
-            at_goal = (self.pose.x, self.pose.y) == goal
-            self.mode = 'DONE' if at_goal else 'ERROR'
-            self.text = (f'fastest path done: {self.route_moves} moves, cost {self.route.cost_value}'
-                         if at_goal else f'fastest path ended at ({self.pose.x},{self.pose.y}), not on the goal')
-            self.get_logger().info(self.text)
-            self._publish(state=True)
-            return
-        self.command = self.route_commands.pop(0)
-        kind, cells = self.command[0], int(self.command[1:] or 1)
-        self.steps = self._motion_steps(kind, cells)
-
-    def _motion_steps(self, kind: str, cells: int) -> list[Step]:
-        """The steps of one grid command from the node's current pose; updates that pose to the command's end."""
-        if kind == SENSE:
-            return []
-        if kind == FORWARD:
-            self.pose = self.pose.forward(cells)
-            # the navigator keeps holding the cube on the reached goal while it is checked and sensed; a turn or a
-            # correction releases it first
-            return [Step('goal', self.pose), Step('check', self.pose)]
-        if kind in (LEFT, RIGHT):
-            self.pose = self.pose.turned_left() if kind == LEFT else self.pose.turned_right()
-            return [Step('release'), Step('pose', self.pose), Step('check', self.pose)]
-        raise StepFailed(f'unknown command {kind!r}')
-
-    def _check_cube(self) -> None:
-        """Fail at once (instead of after every retry) when the cube's pose stops coming or it left the mat."""
-        cube = self.settings.cube
-        age = math.inf if self.cube_state is None else time.monotonic() - self.cube_state[0]
-        if age > STALE_S:
-            raise StepFailed(f'no {cube}/state for {STALE_S:g} s: the cube_driver stopped or lost its cube')
-        if not self.cube_state[1].on_mat:
-            raise StepFailed(f'{cube} left the mat (position ID missed)')
-
-    # ---------------------------------------------------------------------------------------------- steps
-    def _poll(self, step: Step) -> bool:
-        """Advance one step; True when it is done. Raises StepFailed when it cannot be done."""
-        now = time.monotonic()
-        if step.started == -math.inf:
-            step.started = now
-            step.stamp_ns = self.get_clock().now().nanoseconds
-        return getattr(self, f'_poll_{step.kind}')(step, now)
-
-    def _next_id(self) -> int:
-        self._ids = self._ids % 0xFFFFFFF0 + 1
-        return self._ids
-
-    def _retry(self, step: Step, why: str) -> None:
-        step.attempts += 1
-        if step.attempts > self.settings.retries:
-            raise StepFailed(f'{step.kind} {self._describe(step.pose)} failed after {step.attempts} attempts: {why}')
-        self.get_logger().warning(f'{step.kind} {self._describe(step.pose)}: {why}; retrying')
-        step.sent, step.future = -math.inf, None
-
-    @staticmethod
-    def _describe(pose: Pose | None) -> str:
-        return '' if pose is None else f'to ({pose.x},{pose.y},{pose.letter})'
-
-    def _send_goal(self, step: Step, direction: int, now: float) -> None:
-        step.goal_id = self._next_id()
-        goal = NavGoal(goal_id=step.goal_id, cube=self.settings.cube, direction=direction)
-        if direction == NavGoal.TOWARDS:
-            goal.x, goal.y = self._goal_point(step.pose)
-            goal.max_speed = float(self.settings.move_speed)
-            goal.tolerance = float(self.settings.goal_tolerance)
-        step.future = self.set_goal.call_async(SetGoal.Request(goal=goal))
-        step.sent = now
-
-    def _goal_point(self, pose: Pose) -> tuple[float, float]:
-        """The mat point of a forward move to ``pose``: the cell centre along the direction of travel, but the cube's
-        own sideways position (within LATERAL_SLACK of a cell): the cube drives straight instead of steering onto
-        the centre line and arriving skewed; sideways offsets never add up beyond the slack."""
-        mapping = self.settings.mapping
-        mx, my, _theta = mapping.pose_to_mat(pose)
-        if self.cube_state is None:
-            return mx, my
-        slack = LATERAL_SLACK * mapping.cell_size
-        cx, cy = self.cube_state[1].x, self.cube_state[1].y
-        if pose.heading in (0, 2):      # north / south run along mat y: keep the cube's x
-            return min(max(cx, mx - slack), mx + slack), my
-        return mx, min(max(cy, my - slack), my + slack)
-
-    def _accepted(self, step: Step) -> bool:
-        """The navigator answered the goal request (raises when it refused; retries when it stays silent)."""
-        if step.future is None:
-            return False
-        if not step.future.done():
-            if time.monotonic() - step.sent > SERVICE_TIMEOUT_S:
-                self._retry(step, f'navigator/set_goal did not answer within {SERVICE_TIMEOUT_S:g} s')
-            return False
-        result = step.future.result()
-        if result is None:
-            raise StepFailed('navigator/set_goal gave no answer')
-        if not result.accepted:
-            raise StepFailed(f'the navigator refused the goal: {result.reason}')
-        return True
-
-    def _poll_goal(self, step: Step, now: float) -> bool:
-        if step.future is None:
-            self._send_goal(step, NavGoal.TOWARDS, now)
-            return False
-        if self._accepted(step) and self.nav is not None:
-            when, msg = self.nav
-            if when > step.sent and msg.goal_id == step.goal_id and msg.reached:
-                return True
-        if self._standing_in(step.pose, now):
-            return True   # stopped inside the target cell short of the tolerance: the check squares it up
-        if step.future is not None and now - step.sent > self.settings.move_timeout_s:   # (None: just retried)
-            self._retry(step, f'not reached within {self.settings.move_timeout_s:g} s')
-        return False
-
-    def _standing_in(self, pose: Pose, now: float) -> bool:
-        """The cube has stood still for STILL_S inside the cell of ``pose``."""
-        x, y, since = self._still_at
-        return now - since >= STILL_S and self.settings.mapping.mat_to_cell(x, y) == (pose.x, pose.y)
-
-    def _poll_release(self, step: Step, now: float) -> bool:
-        """STOP goal: the navigator forgets the goal and stops sending wheel commands to this cube."""
-        if step.future is None:
-            self._send_goal(step, NavGoal.STOP, now)
-            return False
-        if self._accepted(step) and self.nav is not None:
-            when, msg = self.nav
-            if when > step.sent and not msg.active:
-                # the navigator publishes its one stop command in the tick that first reports the cube inactive,
-                # on another topic: wait a little, so that stop reaches the driver before a following
-                # move_to_pose (the driver would let the later of the two replace the other)
-                step.released = when if step.released is None else step.released
-                return now - step.released >= RELEASE_GAP_S
-        if step.future is not None and now - step.sent > 2.0:
-            self._retry(step, 'the navigator did not release the cube')
-        return False
-
-    def _poll_pose(self, step: Step, now: float) -> bool:
-        if step.sent == -math.inf:
-            step.goal_id = self._next_id()
-            mx, my, theta = self.settings.mapping.pose_to_mat(step.pose)
-            self.move_pub.publish(MoveToPose(goal_id=step.goal_id, x=mx, y=my, theta=theta,
-                                             angle_mode=MoveToPose.ANGLE_SHORTEST,
-                                             movement_type=MoveToPose.MOVE_ROTATE_FIRST,
-                                             max_speed=self.settings.turn_speed, speed_profile=0,
-                                             timeout_s=TURN_TIMEOUT_S))
-            step.sent = now
-            return False
-        result = self.move_results.pop(step.goal_id, None)
-        if result is not None:
-            if result.result == MoveToPoseResult.REACHED:
-                return True
-            self._retry(step, f'move_to_pose ended with {result.result}: {result.text}')
-        elif now - step.sent > TURN_TIMEOUT_S + 2.0:
-            self._retry(step, 'no move_to_pose result')
-        return False
-
-    def _poll_check(self, step: Step, now: float) -> bool:
-        """The cube stands in the expected cell with the expected heading; else insert a correction."""
-        if self.cube_state is None or self.cube_state[0] < step.started + self.settings.settle_s:
-            if now - step.started > self.settings.move_timeout_s:
-                raise StepFailed(f'no {self.settings.cube}/state')
-            return False
-        msg = self.cube_state[1]
-        if not msg.on_mat:
-            raise StepFailed(f'{self.settings.cube} left the mat')
-        mapping = self.settings.mapping
-        cell = mapping.mat_to_cell(msg.x, msg.y)
-        _mx, _my, want = mapping.pose_to_mat(step.pose)
-        error = math.degrees(abs((msg.theta - want + math.pi) % (2 * math.pi) - math.pi))
-        if cell == (step.pose.x, step.pose.y) and error <= self.settings.square_up_deg:
-            return True
-        self._retry(step, f'the cube is in cell {cell} heading off by {error:.0f} deg; correcting')
-        fix = [Step('goal', step.pose)] if cell != (step.pose.x, step.pose.y) else []
-        self.steps[1:1] = fix + [Step('release'), Step('pose', step.pose), Step('check', step.pose,
-                                                                                  attempts=step.attempts)]
-        return True
-
-    def _poll_sense(self, step: Step, now: float) -> bool:
-        if self.ir is not None and self.ir[0] > step.started:    # the check before it waited for the settling
-            stamp = self.ir[1].header.stamp
-            # taken after the check passed (mat_sim stamps with the same clock); a clock that disagrees is
-            # outvoted by a message that arrived a settling time later
-            fresh = stamp.sec * 1_000_000_000 + stamp.nanosec >= step.stamp_ns or \
-                self.ir[0] >= step.started + self.settings.settle_s
-            if fresh and all(v >= 0 for v in self.ir[1].ranges):
-                self.readings = self.ir[1]
-                return True
-        if now - step.started > self.settings.move_timeout_s:
-            raise StepFailed(f'no valid {self.settings.cube}/ir readings (is the cube inside the arena?)')
-        return False
-
-    # ---------------------------------------------------------------------------------------------- output
-    def _report_where_it_stopped(self) -> None:
-        """After a terminate or an error the cube may have stopped between the cells of its last command: report
-        the cell it really stands on (and plan from there), once it has had time to stop."""
-        if self.cube_state is None or self.explorer is None:
-            return
-        msg = self.cube_state[1]
-        mapping = self.settings.mapping
-        if msg.on_mat and mapping.inside(msg.x, msg.y):
-            self.pose = mapping.mat_to_pose(msg.x, msg.y, msg.theta)
-            self._publish(state=True)
-
-    def _stop_cube(self) -> None:
-        if self.mode in ('EXPLORING', 'FASTEST_PATH') and self.steps:
-            self._final_report = time.monotonic() + STOP_REPORT_S
-        if self.steps and self.steps[0].kind == 'pose' and self.cancel_move.service_is_ready():
-            self.cancel_move.call_async(Trigger.Request())     # the cube's own move would go on otherwise
-        self.steps = []
-        if self.set_goal.service_is_ready():
-            self.set_goal.call_async(SetGoal.Request(goal=NavGoal(goal_id=self._next_id(), cube=self.settings.cube,
-                                                                  direction=NavGoal.STOP)))
-
-    def _publish(self, state: bool = False, grid: bool = False) -> None:
-        if self.explorer is None:
-            return
-        stamp = self.get_clock().now().to_msg()
-        if grid:
-            b = self.explorer.belief
-            self.map_pub.publish(occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
-        if state:
-            status = self.explorer.status if self.mode == 'EXPLORING' else self.mode
-            moves = self.explorer.moves if self.mode != 'FASTEST_PATH' else self.route_moves
-            self.state_pub.publish(arena_state(self.explorer, self.pose, status, self.text, moves, stamp))
-
-    def _publish_path(self, route: Route) -> None:
-        self.path_pub.publish(route_path(route.poses if route.found else [], self.settings.mapping,
-                                         self.get_clock().now().to_msg()))
-
-
-def _replace(settings: ArenaNodeSettings, **changes) -> ArenaNodeSettings:
-    from dataclasses import replace
-    return replace(settings, **changes)
+    def _publish(self, report: Report) -> None:
+        stamp = self._stamp()
+        explorer = self.arena.explorer
+        if report.grid:
+            b = explorer.belief
+            self.map_pub.publish(conversions.occupancy_grid(b.explored, b.obstacle, self.settings.mapping, stamp))
+        self.state_pub.publish(arena_state(explorer, report.pose, report.status, report.text, report.moves, stamp))
 
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator arena_explorer [--ros-args ...]``. Exit 2 on bad parameters."""
-    from toio_navigator.nodes.spin import run_node
-
-    return run_node('arena_explorer', ArenaExplorerNode, errors=(ArenaNodeError, ParameterException), args=args)
+    return run_node('arena_explorer', ArenaExplorerNode, errors=(SettingError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

@@ -4,6 +4,10 @@
 drift): the simulator (sim only), one cube_driver per cube in namespace ``/<cube>``, and the navigator. The cube
 list is the ``cubes`` parameter of the ``/**`` section of the YAML, the same value the navigator and mat_sim read.
 
+On a lab network each machine starts only its own part: ``--only`` (launch argument ``only``) takes roles,
+e.g. ``--only sim,drivers`` on the machine with the BLE adapter (or the simulator) and ``--only navigator`` on
+another; every machine reads the same YAML, so all agree on the cube list.
+
 Two ways to run (``toio-nav bringup`` / ``ros2 run toio_navigator bringup``):
   * ``--processes`` (default): one child process per node, like ``ros2 launch``; a dying child is reported and
     the others keep running (a dead driver is what the navigator must cope with). Ctrl-C / SIGTERM stops all.
@@ -33,18 +37,28 @@ class NodeSpec:
     node_class: str        # class name, constructed with (namespace=..., context=...) in --single mode
     per_cube: bool         # one instance per cube, in namespace /<cube>
     profiles: tuple[str, ...]
+    role: str              # what `--only` / `only:=` selects it by (one host's share of a lab network)
 
 
 NODES: tuple[NodeSpec, ...] = (
-    NodeSpec('mat_sim', 'toio_navigator.nodes.mat_sim', 'MatSimNode', False, ('sim', 'arena')),
-    NodeSpec('cube_driver', 'toio_navigator.nodes.cube_driver', 'CubeDriverNode', True, ('sim', 'real', 'arena')),
-    NodeSpec('navigator', 'toio_navigator.nodes.navigator', 'NavigatorNode', False, ('sim', 'real', 'arena')),
-    NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False, ('arena',)),
+    NodeSpec('mat_sim', 'toio_navigator.nodes.mat_sim', 'MatSimNode', False, ('sim', 'arena'), 'sim'),
+    NodeSpec('cube_driver', 'toio_navigator.nodes.cube_driver', 'CubeDriverNode', True, ('sim', 'real', 'arena'),
+             'drivers'),
+    NodeSpec('navigator', 'toio_navigator.nodes.navigator', 'NavigatorNode', False, ('sim', 'real', 'arena'),
+             'navigator'),
+    NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False, ('arena',),
+             'explorer'),
 )
+ROLES = tuple(spec.role for spec in NODES)
 
 #: parameter files of each profile, applied in order (later files override earlier ones)
 PROFILE_FILES = {'sim': ('navigator.yaml', 'sim.yaml'), 'real': ('navigator.yaml', 'real.yaml'),
                  'arena': ('navigator.yaml', 'arena.yaml')}
+
+
+def rviz_file(profile: str) -> str:
+    """The profile's rviz2 configuration in config/ (written by ``toio-nav rviz-config``, nodes/rviz_config.py)."""
+    return 'toio_navigator.rviz' if profile == 'sim' else f'toio_navigator_{profile}.rviz'
 
 
 class BringupError(ValueError):
@@ -96,11 +110,23 @@ def read_cubes(param_files: list[Path]) -> list[str]:
     return cubes
 
 
-def plan(profile: str, cubes: list[str]) -> list[tuple[NodeSpec, str]]:
-    """(spec, namespace) of every node to start, in start order."""
+def parse_roles(text: str, profile: str) -> tuple[str, ...]:
+    """The roles of ``--only`` / ``only:=`` ('sim,drivers'); () for '' (every node of the profile)."""
+    roles = tuple(r.strip() for r in text.split(',') if r.strip())
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown:
+        raise BringupError(f'--only: unknown role {", ".join(unknown)} (roles: {", ".join(ROLES)})')
+    absent = [r for r in roles if not any(s.role == r and profile in s.profiles for s in NODES)]
+    if absent:
+        raise BringupError(f'--only: profile {profile} has no {", ".join(absent)} node')
+    return roles
+
+
+def plan(profile: str, cubes: list[str], only: tuple[str, ...] = ()) -> list[tuple[NodeSpec, str]]:
+    """(spec, namespace) of every node to start, in start order; with ``only``, just the nodes of those roles."""
     out = []
     for spec in NODES:
-        if profile in spec.profiles:
+        if profile in spec.profiles and (not only or spec.role in only):
             out += [(spec, f'/{c}') for c in cubes] if spec.per_cube else [(spec, '')]
     return out
 
@@ -117,8 +143,9 @@ def ros_args(param_files: list[Path], namespace: str = '', extra: list[str] | No
 def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
-    Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with
-    config/toio_navigator.rviz) and, for the ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
+    Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with the profile's
+    :func:`rviz_file`), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for the
+    ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.conditions import IfCondition
@@ -132,8 +159,9 @@ def launch_description(profile: str):
             files.append(extra)
         layout = LaunchConfiguration('layout').perform(context) if profile == 'arena' else ''
         cubes = read_cubes([Path(f) for f in files])
+        only = parse_roles(LaunchConfiguration('only').perform(context), profile)
         launched = []
-        for spec, ns in plan(profile, cubes):
+        for spec, ns in plan(profile, cubes, only):
             params = list(files)
             if layout and spec.executable == 'mat_sim':
                 params.append({'arena_layout': str(Path(layout).resolve())})
@@ -142,11 +170,14 @@ def launch_description(profile: str):
         return launched
 
     rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-                arguments=['-d', str(config_dir() / 'toio_navigator.rviz')],
+                arguments=['-d', str(config_dir() / rviz_file(profile))],
                 condition=IfCondition(LaunchConfiguration('rviz')))
     arguments = [
         DeclareLaunchArgument('params_file', default_value='', description='extra parameter YAML, applied last'),
         DeclareLaunchArgument('rviz', default_value='false', description='also start rviz2'),
+        DeclareLaunchArgument('only', default_value='',
+                              description=f'start only these roles, comma-separated ({", ".join(ROLES)}); '
+                                          '"" = every node of the profile'),
     ]
     if profile == 'arena':
         arguments.append(DeclareLaunchArgument('layout', default_value='',
@@ -286,6 +317,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(single=False)
     how.add_argument('--processes', dest='single', action='store_false', help='one process per node (default)')
     how.add_argument('--single', dest='single', action='store_true', help='all nodes in this process')
+    parser.add_argument('--only', default='', metavar='ROLES',
+                        help=f'start only these roles, comma-separated ({", ".join(ROLES)}): one host\'s share '
+                             'on a lab network, e.g. --only sim,drivers beside the cubes, --only navigator elsewhere')
     parser.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
     parser.add_argument('--dry-run', action='store_true', help='print the commands and exit')
     parser.add_argument('--ros-args', dest='ros_args', nargs=argparse.REMAINDER, default=[],
@@ -296,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = [Path(p).resolve() for p in args.params_file] if args.params_file else profile_files(args.profile)
         cubes = read_cubes(files)
+        only = parse_roles(args.only, args.profile)
     except BringupError as exc:
         print(f'bringup: {exc}', file=sys.stderr)
         return 2
@@ -303,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
         print('bringup: --duration must be > 0', file=sys.stderr)
         return 2
     extra = list(args.ros_args or [])
-    nodes = plan(args.profile, cubes)
+    nodes = plan(args.profile, cubes, only)
     if args.dry_run:
         for spec, ns in nodes:
             print(' '.join(child_command(spec, ns, files, extra)))

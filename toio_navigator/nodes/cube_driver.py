@@ -18,30 +18,30 @@ lock. Outgoing writes are handed to the loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import sys
 import threading
-from typing import Awaitable, Callable
+import time
+from typing import Callable
 
-import rclpy
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from toio_navigator.cube import ble_transport, firmware
 from toio_navigator.cube import protocol as p
+from toio_navigator.cube.coalesced_writer import CoalescedWriter
 from toio_navigator.cube.transport import LinkState, Transport, TransportError
 from toio_navigator.msg import CubeState, LinkStatus, MotorCommand
 from toio_navigator.nodes import conversions
-from toio_navigator.nodes.driver_config import PARAMETERS, ConfigError, DriverConfig
-
-_log = logging.getLogger(__name__)
-
-#: a latched topic: a late subscriber gets the last value
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+from toio_navigator.nodes.driver_features import DriverFeatures
+from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.nodes.qos import LATCHED
+from toio_navigator.nodes.ros_sim_link import RosSimLink
+from toio_navigator.nodes.spin import run_node
+from toio_navigator.settings.driver import PARAMS, DriverConfig
+from toio_navigator.settings.spec import SettingError
 
 NOTIFYING = (p.Characteristic.ID_INFORMATION, p.Characteristic.MOTOR_CONTROL, p.Characteristic.SENSOR_INFORMATION,
              p.Characteristic.BUTTON_INFORMATION, p.Characteristic.BATTERY_INFORMATION, p.Characteristic.CONFIGURATION)
@@ -53,7 +53,7 @@ _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNE
                 LinkState.CONNECTED: LinkStatus.CONNECTED, LinkState.RECONNECTING: LinkStatus.RECONNECTING,
                 LinkState.FAILED: LinkStatus.FAILED}
 
-ASSUMED_VERSION = '2.0.0'   # what a cube that never answers the version request is taken to be (fact sheet §14)
+ASSUMED_VERSION = firmware.ASSUMED_VERSION
 
 
 # ------------------------------------------------------------------------------------------------ asyncio loop
@@ -73,77 +73,38 @@ def shared_loop() -> asyncio.AbstractEventLoop:
         return _shared_loop
 
 
-class CoalescedWriter:
-    """Writes to one characteristic at most once per ``min_interval_s``; a newer write replaces a waiting one.
-
-    ``submit`` may be called from any thread; the writing happens on ``loop``. Counters feed the diagnostics.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[bytes], Awaitable[None]],
-                 min_interval_s: float) -> None:
-        self._loop, self._write, self.min_interval_s = loop, write, min_interval_s
-        self._pending: bytes | None = None
-        self._task: asyncio.Task | None = None
-        self._last = -math.inf
-        self.writes = self.coalesced = self.failed = 0
-        self.delayed = 0        # writes held back to keep min_interval_s
-        self.last_error = ''
-
-    def submit(self, data: bytes) -> None:
-        self._loop.call_soon_threadsafe(self._put, data)
-
-    def _put(self, data: bytes) -> None:
-        if self._pending is not None:
-            self.coalesced += 1
-        self._pending = data
-        if self._task is None or self._task.done():
-            self._task = self._loop.create_task(self._drain())
-
-    async def _drain(self) -> None:
-        while self._pending is not None:
-            wait = self._last + self.min_interval_s - self._loop.time()
-            if wait > 0:
-                self.delayed += 1
-                await asyncio.sleep(wait)
-            data, self._pending = self._pending, None
-            try:
-                await self._write(data)
-                self.writes += 1
-            except (TransportError, p.ProtocolError) as exc:
-                self.failed += 1
-                self.last_error = str(exc)
-            self._last = self._loop.time()
-
-
 # ------------------------------------------------------------------------------------------------ the node
 
 class CubeDriverNode(Node):
-    """One cube's driver. Parameters: :data:`toio_navigator.nodes.driver_config.PARAMETERS`.
+    """One cube's driver. Parameters: :data:`toio_navigator.settings.driver.PARAMS`.
 
-    Raises :class:`ConfigError` (a ValueError naming the parameter) if a parameter is invalid.
+    Raises :class:`~toio_navigator.settings.spec.SettingError` (a ValueError naming the parameter) if a
+    parameter is invalid.
     ``transport`` injects a ready Transport (tests); otherwise it is built from the ``transport`` parameter.
     """
 
     def __init__(self, node_name: str = 'cube_driver', *, transport: Transport | None = None, **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
-        values = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.config = cfg = DriverConfig.from_values(values, self.get_namespace())
+        self.parameters = NodeParameters(self, PARAMS)
+        self.config = cfg = DriverConfig.from_values(self.parameters.values, self.get_namespace())
         self.cube = cfg.cube
-        self._lock = threading.RLock()
-        self._loop = shared_loop()
+        self.lock = threading.RLock()      # notification handlers (transport threads) and ROS callbacks share state
+        self.loop = shared_loop()
         self._closing = False
         self._link = LinkState.DISCONNECTED
+        self._version_known = False   # the cube's firmware version is known since the link last came up
         self._link_detail = ''
         self.firmware = ''
         self._version_event: asyncio.Event | None = None
         self.unsupported: dict[str, str] = {}    # feature -> why (reported once)
+        self.rssi: int | None = None              # of the advertisement the cube was found by (BLE scan)
+        self._rates_at = (time.monotonic(), 0, 0)  # diagnostics: (when, positions, notifications) last time
 
         # pose bookkeeping
         self._pose: tuple[float, float, float] | None = None
         self._held_jump: tuple[float, float, float] | None = None
         self.outliers_held = 0
+        self.commands_expired = 0       # stamped motor commands that arrived after their end
         self.bad_notifications = 0
         self.position_notifications = 0
         self.notifications = 0
@@ -164,13 +125,10 @@ class CubeDriverNode(Node):
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
 
         if transport is None and cfg.transport == 'sim':
-            from toio_navigator.nodes.ros_sim_link import RosSimLink
             transport = RosSimLink(self, backoff=cfg.backoff, io_timeout_s=cfg.io_timeout_s)
         self.transport = transport
-        self.motor = CoalescedWriter(self._loop, self._write_motor, cfg.min_motor_interval_s)
-
-        from toio_navigator.nodes.driver_features import DriverFeatures
-        self.features = DriverFeatures(self)
+        self.motor = CoalescedWriter(self.loop, self._write_motor, cfg.min_motor_interval_s)
+        self.features = DriverFeatures(self, host=self)
         self._handlers: dict[type, Callable] = {
             p.PositionId: self._on_position, p.PositionIdMissed: self._on_missed, p.StandardId: self._on_standard_id,
             p.StandardIdMissed: self._on_standard_missed, p.MotorSpeed: self._on_wheel_speed,
@@ -178,13 +136,21 @@ class CubeDriverNode(Node):
             p.ProtocolVersion: self._on_version,
         }
         self._handlers.update(self.features.handlers())
+        self.parameters.on_change(self._apply_parameters)
         self._publish_link_status()
-        self._run_future = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
+        self._run_future = asyncio.run_coroutine_threadsafe(self._run(), self.loop)
+
+    def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
+        """A run-time change (only motor, pose-gate, light, sound and move_to_pose parameters may change): the
+        configuration is rebuilt by the start-up rules; everything reads ``self.config`` when it acts."""
+        cfg = DriverConfig.from_values(values, self.get_namespace())
+        self.config = cfg
+        self.motor.min_interval_s = cfg.min_motor_interval_s
+        self.features.light.min_interval_s = cfg.light_min_interval_s
 
     # -------------------------------------------------------------------------------------------- link
     async def _make_transport(self) -> Transport:
         cfg = self.config
-        from toio_navigator.cube import ble_transport
         target: object = cfg.ble_address
         if not target:
             found = await ble_transport.scan(names=[cfg.ble_name] if cfg.ble_name else [], count=1,
@@ -193,7 +159,7 @@ class CubeDriverNode(Node):
                 wanted = f'with {cfg.ble_name!r} in its name' if cfg.ble_name else 'at all'
                 raise TransportError(f'no toio cube advertising {wanted} within {cfg.ble_scan_timeout_s} s')
             target = found[0].device
-            self.features.rssi = found[0].rssi
+            self.rssi = found[0].rssi
         return ble_transport.BleTransport(target, adapter=cfg.ble_adapter or None, backoff=cfg.backoff,
                                           io_timeout_s=cfg.io_timeout_s)
 
@@ -229,16 +195,34 @@ class CubeDriverNode(Node):
         of the transport (a traceback on the way out)."""
         return not self._closing and self.context.ok()
 
+    def _reported_link(self) -> LinkState:
+        """The link as the topics report it: CONNECTED only once the cube's firmware version is known, so a
+        command that needs a firmware feature is never judged (and refused) before that."""
+        if self._link is LinkState.CONNECTED and not self._version_known:
+            return LinkState.CONNECTING
+        return self._link
+
+    def _firmware_known(self, version: str) -> None:
+        """The version answer (or the assumed version): from now on the link counts as connected."""
+        with self.lock:
+            self.firmware = version
+            self._state.firmware_version = version
+            self._version_known = self._link is LinkState.CONNECTED
+            self._state.link_state = _CUBE_LINK[self._reported_link()]
+        if self._live():
+            self._publish_link_status()
+
     def _on_link_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
         self._link = state
+        self._version_known = False
         if not self._live():
             return
-        with self._lock:
-            self._state.link_state = _CUBE_LINK[state]
+        with self.lock:
+            self._state.link_state = _CUBE_LINK[self._reported_link()]
         if state is LinkState.CONNECTED:
             self._link_detail = 'connected'
-            self._loop.create_task(self._after_connect())
+            self.loop.create_task(self._after_connect())
         elif state is LinkState.RECONNECTING:
             self._link_detail = 'link lost, reconnecting with backoff'
         elif state is LinkState.FAILED:
@@ -252,8 +236,7 @@ class CubeDriverNode(Node):
         t = self.transport
         try:
             version = await self._query_version()
-            self.features.apply_version(version)
-            for data in self._settings(version):
+            for data in self.config.configuration_writes(p.parse_version(version), self.supports):
                 await t.write(p.Characteristic.CONFIGURATION, data)
             for char in (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUTTON_INFORMATION,
                          p.Characteristic.SENSOR_INFORMATION):
@@ -275,44 +258,47 @@ class CubeDriverNode(Node):
         event = self._version_event
         for _attempt in range(3):
             event.clear()
-            await self.transport.write(p.Characteristic.CONFIGURATION, p.encode_request_protocol_version())
+            await self.transport.write(p.Characteristic.CONFIGURATION,
+                                       p.ConfigWrite.request_protocol_version().encode())
             try:
                 await asyncio.wait_for(event.wait(), self.config.version_timeout_s)
                 return self.firmware
             except asyncio.TimeoutError:
                 continue
         self.get_logger().warning(f'{self.cube}: no answer to the protocol-version request; assuming {ASSUMED_VERSION}')
-        self.firmware = ASSUMED_VERSION
+        self._firmware_known(ASSUMED_VERSION)
         return ASSUMED_VERSION
 
-    def _settings(self, version: str) -> list[bytes]:
-        """The configuration writes for this firmware; features it lacks are reported once."""
-        cfg, have = self.config, p.parse_version(version)
-        out = [p.encode_horizontal_threshold(cfg.horizontal_threshold_deg),
-               p.encode_collision_threshold(cfg.collision_threshold)]
-        if self.supports('double tap', (2, 1, 0)):
-            out.append(p.ConfigWrite(p.ConfigCommand.DOUBLE_TAP_INTERVAL, (cfg.double_tap_interval,)).encode())
-        if self.supports('position-ID notification settings', (2, 2, 0)):
-            out += [p.encode_id_notification(cfg.id_notify_interval_10ms, cfg.id_notify_condition),
-                    p.encode_id_missed_sensitivity(cfg.id_missed_10ms)]
-        if cfg.wheel_speed_notify and self.supports('wheel-speed notifications', (2, 2, 0)):
-            out.append(p.encode_motor_speed_notification(True))
-        out += self.features.settings(have)
-        return out
-
-    def supports(self, feature: str, needed: tuple[int, int, int]) -> bool:
+    def supports(self, feature: firmware.Feature) -> bool:
         """True if the cube's firmware has ``feature``; otherwise say so once (warning) and return False."""
-        have = p.parse_version(self.firmware or ASSUMED_VERSION)
-        if have >= needed:
+        if feature.available(p.parse_version(self.firmware or ASSUMED_VERSION)):
             return True
-        if feature not in self.unsupported:
-            why = f'needs firmware >= {".".join(map(str, needed))}, cube has {self.firmware or "unknown"}'
-            self.unsupported[feature] = why
-            self.get_logger().warning(f'{self.cube}: {feature} disabled: {why}')
+        if feature.name not in self.unsupported:
+            why = f'needs firmware >= {feature.since_text}, cube has {self.firmware or "unknown"}'
+            self.unsupported[feature.name] = why
+            self.get_logger().warning(f'{self.cube}: {feature.name} disabled: {why}')
         return False
 
+    def link_diagnostics(self) -> dict[str, str]:
+        """The link's and the motor writer's side of /diagnostics (rates since the last call)."""
+        now = time.monotonic()
+        then, positions, notifications = self._rates_at
+        span = max(now - then, 1e-6)
+        self._rates_at = (now, self.position_notifications, self.notifications)
+        return {
+            'link_state': self._reported_link().value, 'link_detail': self._link_detail, 'transport': self.config.transport,
+            'rssi_dbm': '' if self.rssi is None else str(self.rssi), 'firmware_version': self.firmware,
+            'reconnects': str(getattr(self.transport, 'reconnect_count', 0)),
+            'position_rate_hz': f'{(self.position_notifications - positions) / span:.1f}',
+            'notification_rate_hz': f'{(self.notifications - notifications) / span:.1f}',
+            'bad_notifications': str(self.bad_notifications), 'pose_outliers_held': str(self.outliers_held),
+            'motor_writes': str(self.motor.writes), 'motor_coalesced': str(self.motor.coalesced),
+            'motor_delayed': str(self.motor.delayed), 'motor_failed': str(self.motor.failed),
+            'motor_expired': str(self.commands_expired + self.motor.expired),
+        }
+
     def _publish_link_status(self, state: int | None = None) -> None:
-        msg = LinkStatus(cube=self.cube, state=_STATUS_LINK[self._link] if state is None else state,
+        msg = LinkStatus(cube=self.cube, state=_STATUS_LINK[self._reported_link()] if state is None else state,
                          reconnects=getattr(self.transport, 'reconnect_count', 0), firmware_version=self.firmware,
                          detail=self._link_detail)
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -329,12 +315,19 @@ class CubeDriverNode(Node):
             raise TransportError('not connected')
         await self.transport.write(p.Characteristic.MOTOR_CONTROL, data)
 
-    def send_wheels(self, left: int, right: int, duration_ms: int) -> None:
-        """Queue a 0x02 motor write (already clipped speeds; duration 10..2550 ms)."""
-        data = p.MotorControlTimed(left, right, duration_ms // 10).encode()
+    def send_wheels(self, left: int, right: int, duration_ms: int, expires_at: float | None = None) -> None:
+        """Queue a 0x02 motor write (already clipped speeds; duration 10..2550 ms). With ``expires_at`` (a
+        time.monotonic() instant) the duration is what is left until then when the write goes out (the write may
+        wait for the cube's minimum write interval), and nothing is written once it has passed."""
         self._last_sign = (-1 if left < 0 else 1, -1 if right < 0 else 1)
-        self.features.on_wheel_command()
-        self.motor.submit(data)
+        if expires_at is None:
+            self.motor.submit(p.MotorControlTimed(left, right, duration_ms // 10).encode())
+            return
+
+        def remaining_command() -> bytes | None:
+            left_10ms = min(duration_ms, int((expires_at - time.monotonic()) * 1000.0)) // 10
+            return p.MotorControlTimed(left, right, left_10ms).encode() if left_10ms >= 1 else None
+        self.motor.submit(remaining_command)
 
     def _on_motor_cmd(self, msg: MotorCommand) -> None:
         cfg = self.config
@@ -344,8 +337,24 @@ class CubeDriverNode(Node):
                                       throttle_duration_sec=5.0)
             duration = 2550
         duration = max(duration, 10)
+        expires_at = None
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if stamp_ns > 0 and cfg.expire_by_stamp:
+            # a command delayed on the way (a busy host, a network that held it back) runs only until the end
+            # its sender meant, so a cube never drives on a stale decision for longer than duration_ms
+            age_s = (self.get_clock().now().nanoseconds - stamp_ns) / 1e9
+            if age_s * 1000.0 >= duration or age_s < -1.0:
+                self.commands_expired += 1
+                self.get_logger().warning(
+                    f'{self.cube}: motor_cmd stamped {age_s * 1000.0:.0f} ms ago arrived after its {duration} ms: '
+                    'dropped (a slow link, or clocks out of sync between hosts: run chrony/NTP, or set '
+                    'expire_by_stamp false)', throttle_duration_sec=5.0)
+                if age_s >= 0:
+                    return
+                age_s = 0.0        # a stamp from the future: the sender's clock is ahead; run from arrival
+            expires_at = time.monotonic() + duration / 1000.0 - max(age_s, 0.0)
         self.send_wheels(conversions.clip_motor(msg.left, cfg.max_motor, cfg.dead_zone),
-                         conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), duration)
+                         conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), duration, expires_at)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         cfg = self.config
@@ -371,7 +380,7 @@ class CubeDriverNode(Node):
             return
         handler = self._handlers.get(type(note))
         if handler is not None:
-            with self._lock:
+            with self.lock:
                 handler(note)
 
     def _on_position(self, note: p.PositionId) -> None:
@@ -447,16 +456,16 @@ class CubeDriverNode(Node):
         self.features.on_battery(note.percent)
 
     def _on_version(self, note: p.ProtocolVersion) -> None:
-        self.firmware = note.version
-        self._state.firmware_version = note.version
+        self._firmware_known(note.version)
         if self._version_event is not None:
-            self._loop.call_soon_threadsafe(self._version_event.set)
+            self.loop.call_soon_threadsafe(self._version_event.set)
 
     def _publish_state(self) -> None:
-        with self._lock:
+        """Publish a state that changed without a new position (position missed, button, standard ID, link):
+        stamped now, so no two different states share a stamp (a replay finds the state a tick used by it)."""
+        with self.lock:
             s = self._state
-            if self._pose is None:
-                s.header.stamp = self.get_clock().now().to_msg()
+            s.header.stamp = self.get_clock().now().to_msg()
             try:
                 self._pub_state.publish(s)
             except RuntimeError:    # InvalidHandle / RCLError: the node or its context went away meanwhile
@@ -484,21 +493,18 @@ class CubeDriverNode(Node):
                     pass
             await t.disconnect()
         try:
-            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout_s)
+            asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(timeout_s)
         except Exception as exc:  # the process is going away; say why the cube may not have been stopped
             self.get_logger().warning(f'{self.cube}: clean disconnect failed: {exc!r}')
 
     def destroy_node(self) -> None:
         self.close()
-        self.features.close()
         super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator cube_driver --ros-args -r __ns:=/cube1 -p transport:=sim``. Exit 2 on bad params."""
-    from toio_navigator.nodes.spin import run_node
-
-    return run_node('cube_driver', CubeDriverNode, errors=(ConfigError, ParameterException), args=args)
+    return run_node('cube_driver', CubeDriverNode, errors=(SettingError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

@@ -6,7 +6,8 @@ diagnostics, TF and move_to_pose (the firmware's own 0x03 target control). Topic
        move_to_pose (toio_navigator/MoveToPose); service move_to_pose/cancel (std_srvs/Trigger)
   out  imu (sensor_msgs/Imu), motion (toio_navigator/MotionState), magnet (toio_navigator/MagnetState),
        button (std_msgs/Bool, latched), battery (sensor_msgs/BatteryState), position_missed (std_msgs/Bool,
-       latched), move_to_pose/result (toio_navigator/MoveToPoseResult), /diagnostics, /tf (where tf2_ros exists)
+       latched), move_to_pose/result (toio_navigator/MoveToPoseResult), /diagnostics, /tf (publish_tf: off by
+       default, the navigator broadcasts every cube's transform)
 
 Lights are coalesced (at most one write per ``light_min_interval_s``, newest wins: a burst of N messages over T
 seconds gives at most 1 + ceil(T / interval) writes); sounds are rate-limited (a sound sooner than
@@ -15,37 +16,59 @@ reported once and refused; everything else keeps working.
 """
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
 from sensor_msgs.msg import BatteryState, Imu
 from std_msgs.msg import Bool, ColorRGBA, UInt8
 from std_srvs.srv import Trigger
 
+from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
+from toio_navigator.cube.coalesced_writer import CoalescedWriter
+from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import LightCommand, MagnetState, Melody, MotionState, MoveToPose, MoveToPoseResult
 from toio_navigator.nodes import conversions
+from toio_navigator.nodes.qos import LATCHED
+from toio_navigator.nodes.tf_broadcast import TfBroadcaster
+from toio_navigator.settings.driver import DriverConfig
 
-if TYPE_CHECKING:
-    from toio_navigator.nodes.cube_driver import CubeDriverNode
-
-_TF_SKIP_LOGGED = False
 _TARGET_TEXT = {r.value: r.name.lower().replace('_', ' ') for r in p.TargetResult}
 
 
-class DriverFeatures:
-    """Everything of the driver beyond pose and wheels. Handlers run under the node's lock."""
+class DriverHost(Protocol):
+    """What the features use of their cube driver (the CubeDriverNode is one)."""
+    cube: str
+    config: DriverConfig                    # replaced on a run-time parameter change: read it when acting
+    firmware: str                           # '' until the cube answered the version request
+    unsupported: dict[str, str]             # feature -> why it is off (filled by supports)
+    lock: threading.RLock                   # held by every notification handler
+    loop: asyncio.AbstractEventLoop         # the transport's loop: writers write there
+    motor: CoalescedWriter                  # the motor characteristic's writer (move_to_pose shares it)
+    transport: Transport | None
 
-    def __init__(self, node: 'CubeDriverNode') -> None:
-        from toio_navigator.nodes.cube_driver import LATCHED, CoalescedWriter
-        self.node = node
-        cfg = node.config
-        self.rssi: int | None = None
+    def supports(self, feature: firmware.Feature) -> bool: ...
+
+    def send_wheels(self, left: int, right: int, duration_ms: int) -> None: ...
+
+    def link_diagnostics(self) -> dict[str, str]: ...
+
+
+class DriverFeatures:
+    """Everything of the driver beyond pose and wheels, on ROS node ``node`` for the driver ``host``. Handlers
+    run under the host's lock."""
+
+    def __init__(self, node: Node, host: DriverHost) -> None:
+        self.node, self.host = node, host
+        cfg = host.config
         self._frame = cfg.base_frame
-        self.light = CoalescedWriter(node._loop, self._writer(p.Characteristic.LIGHT_CONTROL), cfg.light_min_interval_s)
-        self.sound = CoalescedWriter(node._loop, self._writer(p.Characteristic.SOUND_CONTROL), 0.0)
+        self.light = CoalescedWriter(host.loop, self._writer(p.Characteristic.LIGHT_CONTROL), cfg.light_min_interval_s)
+        self.sound = CoalescedWriter(host.loop, self._writer(p.Characteristic.SOUND_CONTROL), 0.0)
         self._last_sound = -math.inf
         self.sounds_dropped = 0
         self.commands_rejected = 0
@@ -72,79 +95,32 @@ class DriverFeatures:
         node.create_timer(0.2, self._check_moves)
         # diagnostics and TF
         self._pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._rates_at = (time.monotonic(), 0, 0)
         if cfg.diagnostics_period_s > 0:
             node.create_timer(cfg.diagnostics_period_s, self.publish_diagnostics)
-        self._tf = None
-        if cfg.publish_tf:
-            self._tf = self._make_tf_broadcaster()
+        self._tf = TfBroadcaster(node, cfg.frame_id) if cfg.publish_tf else None
 
     def _writer(self, char: p.Characteristic) -> Callable[[bytes], object]:
         async def write(data: bytes) -> None:
-            t = self.node.transport
+            t = self.host.transport
             if t is None or not t.is_connected:
-                from toio_navigator.cube.transport import TransportError
                 raise TransportError('not connected')
             await t.write(char, data)
         return write
-
-    def _make_tf_broadcaster(self):
-        try:
-            from geometry_msgs.msg import TransformStamped
-            from tf2_ros import TransformBroadcaster
-        except ImportError as exc:
-            global _TF_SKIP_LOGGED
-            if not _TF_SKIP_LOGGED:          # once per process, not once per cube
-                _TF_SKIP_LOGGED = True
-                self.node.get_logger().info(f'TF not published: tf2_ros is not available ({exc}); '
-                                            'pose and odom carry the same information')
-            return None
-        return TransformBroadcaster(self.node), TransformStamped
 
     def handlers(self) -> dict[type, Callable]:
         return {p.PostureQuaternion: self._on_posture, p.PostureEuler: self._on_posture,
                 p.PostureEulerFloat: self._on_posture, p.MagneticSensor: self._on_magnet,
                 p.TargetMoveResult: self._on_target_result}
 
-    # ------------------------------------------------------------------------------------ firmware gating
-    def apply_version(self, version: str) -> None:
-        pass   # gating is asked per feature through node.supports(), which reports each missing feature once
-
-    def settings(self, have: tuple[int, int, int]) -> list[bytes]:
-        cfg, node, out = self.node.config, self.node, []
-        if cfg.imu == 'quaternion' and node.supports('IMU quaternion', (2, 4, 0)):
-            out.append(p.encode_posture_notification(2, cfg.imu_interval_10ms, 0))
-        elif cfg.imu != 'off' and node.supports('IMU posture angles', (2, 3, 0)):
-            out.append(p.encode_posture_notification(1, cfg.imu_interval_10ms, 0))
-        if cfg.magnet == 'force' and node.supports('magnetic force', (2, 3, 0)):
-            out.append(p.encode_magnetic_sensor(2, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and have >= (2, 3, 0):
-            out.append(p.encode_magnetic_sensor(1, cfg.magnet_interval_20ms, 1))
-        elif cfg.magnet == 'state' and node.supports('magnetic sensor', (2, 2, 0)):
-            out.append(p.ConfigWrite(p.ConfigCommand.MAGNETIC_SENSOR, (1,)).encode())
-        return out
-
     # ------------------------------------------------------------------------------------ hooks from the node
-    def on_wheel_command(self) -> None:
-        pass
-
     def on_mat_changed(self, on_mat: bool) -> None:
         if self._missed is not (not on_mat):
             self._missed = not on_mat
             self._pub_missed.publish(Bool(data=self._missed))
 
     def on_pose(self, pose: tuple[float, float, float], stamp) -> None:
-        if self._tf is None:
-            return
-        broadcaster, TransformStamped = self._tf
-        t = TransformStamped()
-        t.header.stamp = stamp
-        t.header.frame_id = self.node.config.frame_id
-        t.child_frame_id = self._frame
-        ps = conversions.pose_stamped(*pose, stamp)
-        t.transform.translation.x, t.transform.translation.y = ps.pose.position.x, ps.pose.position.y
-        t.transform.rotation = ps.pose.orientation
-        broadcaster.sendTransform(t)
+        if self._tf is not None:
+            self._tf.publish([(self._frame, *pose, stamp.sec * 1_000_000_000 + stamp.nanosec)])
 
     def on_motion(self, note: p.MotionSensor) -> None:
         m = MotionState(flat=note.horizontal, collision=note.collision, double_tap=bool(note.double_tap),
@@ -183,8 +159,7 @@ class DriverFeatures:
 
     def _on_magnet(self, note: p.MagneticSensor) -> None:
         m = MagnetState(state=note.state, strength=note.strength or 0)
-        # the cube's body frame is x forward, y right, z down; REP 103 flips y and z
-        m.x, m.y, m.z = (note.x or 0), -(note.y or 0), -(note.z or 0)
+        m.x, m.y, m.z = conversions.body_vector_from_cube(note.x or 0, note.y or 0, note.z or 0)
         m.header.stamp = self.node.get_clock().now().to_msg()
         m.header.frame_id = self._frame
         self._pub_magnet.publish(m)
@@ -192,11 +167,11 @@ class DriverFeatures:
     # ------------------------------------------------------------------------------------ lights and sound
     def _reject(self, what: str, why: str) -> None:
         self.commands_rejected += 1
-        self.node.get_logger().warning(f'{self.node.cube}: {what} ignored: {why}', throttle_duration_sec=2.0)
+        self.node.get_logger().warning(f'{self.host.cube}: {what} ignored: {why}', throttle_duration_sec=2.0)
 
     def _on_light(self, colour: ColorRGBA) -> None:
         try:
-            data = p.encode_light(*conversions.colour_to_rgb(colour.r, colour.g, colour.b))
+            data = p.LightOn(*conversions.colour_to_rgb(colour.r, colour.g, colour.b)).encode()
         except (ValueError, p.ProtocolError) as exc:
             return self._reject('light', str(exc))
         self.light.submit(data)
@@ -212,7 +187,7 @@ class DriverFeatures:
     def encode_light_command(self, cmd: LightCommand) -> bytes | None:
         """The light write for a LightCommand; ValueError for a malformed one, None if the firmware cannot."""
         if cmd.mode == LightCommand.OFF:
-            return p.encode_lights_off()
+            return p.LightsOff().encode()
         colours = [conversions.colour_to_rgb(c.r, c.g, c.b) for c in cmd.colors]
         durations = list(cmd.durations_ms)
         if cmd.mode not in (LightCommand.ON, LightCommand.SEQUENCE, LightCommand.SMOOTH_BLINK):
@@ -221,21 +196,20 @@ class DriverFeatures:
             raise ValueError('needs at least one colour')
         if cmd.mode == LightCommand.ON:
             duration = durations[0] if durations else 0
-            return p.encode_light(*colours[0], duration_ms=0 if duration == 0 else
-                                  conversions.duration_10ms(duration) * 10)
+            return p.LightOn(*colours[0], 0 if duration == 0 else conversions.duration_10ms(duration)).encode()
         if len(durations) != len(colours):
             raise ValueError(f'{len(colours)} colours but {len(durations)} durations')
         if cmd.mode == LightCommand.SEQUENCE:
             steps = tuple((conversions.duration_10ms(d), *c) for d, c in zip(durations, colours))
             return p.LightSequence(steps, cmd.repeat).encode()
-        if not self.node.supports('smooth blink', (2, 5, 0)):
-            raise ValueError(f'smooth blink {self.node.unsupported["smooth blink"]}')
+        if not self.host.supports(firmware.SMOOTH_BLINK):
+            raise ValueError(f'smooth blink {self.host.unsupported[firmware.SMOOTH_BLINK.name]}')
         return p.LightSmoothBlink(*colours[0], period_10ms=conversions.duration_10ms(durations[0], 100, 2550),
                                   count=cmd.repeat).encode()
 
     def _sound_allowed(self) -> bool:
         now = time.monotonic()
-        if now - self._last_sound < self.node.config.sound_min_interval_s:
+        if now - self._last_sound < self.host.config.sound_min_interval_s:
             self.sounds_dropped += 1
             return False
         self._last_sound = now
@@ -245,7 +219,7 @@ class DriverFeatures:
         if effect.data > 10:
             return self._reject('sound effect', f'id must be 0..10, got {effect.data}')
         if self._sound_allowed():
-            self.sound.submit(p.encode_sound_effect(effect.data, 255))
+            self.sound.submit(p.SoundEffect(effect.data, 255).encode())
 
     def _on_melody(self, melody: Melody) -> None:
         try:
@@ -258,20 +232,21 @@ class DriverFeatures:
     def encode_melody(self, melody: Melody) -> bytes:
         notes, durations = list(melody.notes), list(melody.durations_ms)
         if not notes:
-            return p.encode_sound_stop()
+            return p.SoundStop().encode()
         if len(notes) != len(durations):
             raise ValueError(f'{len(notes)} notes but {len(durations)} durations')
-        limit = 58 if self.node.firmware == '2.0.0' else 59
+        version = self.host.firmware
+        limit = 58 if version and not firmware.LONG_MELODY.available(p.parse_version(version)) else 59
         if len(notes) > limit:
-            raise ValueError(f'at most {limit} notes on firmware {self.node.firmware or "unknown"}, got {len(notes)}')
+            raise ValueError(f'at most {limit} notes on firmware {self.host.firmware or "unknown"}, got {len(notes)}')
         return p.SoundMidi(tuple((conversions.duration_10ms(d), n, melody.volume) for n, d in zip(notes, durations)),
                            melody.repeat).encode()
 
     # ------------------------------------------------------------------------------------ move_to_pose
     def _move_result(self, goal_id: int, control_id: int, result: int, text: str) -> None:
-        r = MoveToPoseResult(cube=self.node.cube, goal_id=goal_id, control_id=control_id, result=result, text=text)
+        r = MoveToPoseResult(cube=self.host.cube, goal_id=goal_id, control_id=control_id, result=result, text=text)
         r.header.stamp = self.node.get_clock().now().to_msg()
-        r.header.frame_id = self.node.config.frame_id
+        r.header.frame_id = self.host.config.frame_id
         self._pub_move.publish(r)
 
     def encode_move(self, goal: MoveToPose, control_id: int) -> bytes:
@@ -285,7 +260,7 @@ class DriverFeatures:
             raise ValueError('angle_mode must be 0..6, movement_type 0..2, speed_profile 0..3')
         if not 0 <= goal.timeout_s <= 255:
             raise ValueError(f'timeout_s must be 0..255, got {goal.timeout_s}')
-        speed = goal.max_speed or self.node.config.move_default_speed
+        speed = goal.max_speed or self.host.config.move_default_speed
         if speed < 10:
             raise ValueError(f'max_speed must be 10..255 (0 = default), got {speed}')
         degrees = math.degrees(goal.theta)
@@ -295,15 +270,15 @@ class DriverFeatures:
             angle = 0
         else:
             angle = int(round(degrees)) % 360
-        return p.encode_motor_target(control_id, int(round(goal.x)), int(round(goal.y)), angle, goal.angle_mode,
-                                     timeout_s=int(round(goal.timeout_s)), movement_type=goal.movement_type,
-                                     max_speed=speed, speed_profile=goal.speed_profile)
+        target = p.Target(int(round(goal.x)), int(round(goal.y)), angle, goal.angle_mode)
+        return p.MotorTarget(control_id, target, timeout_s=int(round(goal.timeout_s)), movement_type=goal.movement_type,
+                             max_speed=speed, speed_profile=goal.speed_profile).encode()
 
     def _on_move_to_pose(self, goal: MoveToPose) -> None:
-        node = self.node
-        if not node.supports('move_to_pose (target control 0x03)', (2, 1, 0)):
+        node = self.host
+        if not node.supports(firmware.MOTOR_TARGET):
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED,
-                                     node.unsupported['move_to_pose (target control 0x03)'])
+                                     node.unsupported[firmware.MOTOR_TARGET.name])
         if node.transport is None or not node.transport.is_connected:
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, 'no link to the cube')
         self._control_id = self._control_id % 255 + 1      # rolling 1..255, so results are never confused
@@ -313,7 +288,7 @@ class DriverFeatures:
             self.commands_rejected += 1
             return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, str(exc))
         timeout = goal.timeout_s or 10.0
-        with node._lock:
+        with node.lock:
             give_up = time.monotonic() + timeout + node.config.move_result_margin_s
             self._moves[self._control_id] = (goal.goal_id, give_up)
         node.motor.submit(data)
@@ -326,7 +301,7 @@ class DriverFeatures:
 
     def _check_moves(self) -> None:
         now = time.monotonic()
-        with self.node._lock:
+        with self.host.lock:
             expired = [(cid, gid) for cid, (gid, deadline) in self._moves.items() if now > deadline]
             for cid, _gid in expired:
                 del self._moves[cid]
@@ -334,12 +309,12 @@ class DriverFeatures:
             self._move_result(gid, cid, MoveToPoseResult.NO_ANSWER, 'no result from the cube (link lost?)')
 
     def _on_cancel(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        with self.node._lock:
+        with self.host.lock:
             running, self._moves = self._moves, {}
         if not running:
             response.success, response.message = False, 'no move_to_pose running'
             return response
-        self.node.send_wheels(0, 0, 10)          # any motor write ends the firmware's move
+        self.host.send_wheels(0, 0, 10)          # any motor write ends the firmware's move
         for cid, (gid, _deadline) in running.items():
             self._move_result(gid, cid, MoveToPoseResult.CANCELLED, 'cancelled')
         response.success, response.message = True, f'cancelled {len(running)} move(s)'
@@ -347,34 +322,21 @@ class DriverFeatures:
 
     # ------------------------------------------------------------------------------------ diagnostics
     def publish_diagnostics(self) -> None:
-        node, now = self.node, time.monotonic()
-        then, positions, notifications = self._rates_at
-        span = max(now - then, 1e-6)
-        self._rates_at = (now, node.position_notifications, node.notifications)
-        link = node._link.value
-        level = {'connected': DiagnosticStatus.OK, 'reconnecting': DiagnosticStatus.WARN,
-                 'connecting': DiagnosticStatus.WARN}.get(link, DiagnosticStatus.ERROR)
-        t = node.transport
-        values = {
-            'link_state': link, 'link_detail': node._link_detail, 'transport': node.config.transport,
-            'rssi_dbm': '' if self.rssi is None else str(self.rssi), 'firmware_version': node.firmware,
-            'reconnects': str(getattr(t, 'reconnect_count', 0)),
-            'position_rate_hz': f'{(node.position_notifications - positions) / span:.1f}',
-            'notification_rate_hz': f'{(node.notifications - notifications) / span:.1f}',
-            'bad_notifications': str(node.bad_notifications), 'pose_outliers_held': str(node.outliers_held),
-            'motor_writes': str(node.motor.writes), 'motor_coalesced': str(node.motor.coalesced),
-            'motor_delayed': str(node.motor.delayed), 'motor_failed': str(node.motor.failed),
+        host = self.host
+        values = host.link_diagnostics()
+        values.update({
             'light_writes': str(self.light.writes), 'light_coalesced': str(self.light.coalesced),
             'sound_writes': str(self.sound.writes), 'sound_dropped': str(self.sounds_dropped),
             'commands_rejected': str(self.commands_rejected),
-            'unsupported': '; '.join(f'{k} ({v})' for k, v in node.unsupported.items()),
-        }
-        status = DiagnosticStatus(level=level, name=f'{node.cube}: cube_driver', message=f'link {link}',
-                                  hardware_id=node.config.ble_address or node.config.ble_name or f'sim:{node.cube}',
+            'unsupported': '; '.join(f'{k} ({v})' for k, v in host.unsupported.items()),
+        })
+        link = values['link_state']
+        level = {'connected': DiagnosticStatus.OK, 'reconnecting': DiagnosticStatus.WARN,
+                 'connecting': DiagnosticStatus.WARN}.get(link, DiagnosticStatus.ERROR)
+        cfg = host.config
+        status = DiagnosticStatus(level=level, name=f'{host.cube}: cube_driver', message=f'link {link}',
+                                  hardware_id=cfg.ble_address or cfg.ble_name or f'sim:{host.cube}',
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
-        array.header.stamp = node.get_clock().now().to_msg()
+        array.header.stamp = self.node.get_clock().now().to_msg()
         self._pub_diag.publish(array)
-
-    def close(self) -> None:
-        pass

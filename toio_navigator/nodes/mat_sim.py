@@ -24,51 +24,25 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Pose, PoseArray
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from toio_navigator.cube import protocol as p
 from toio_navigator.msg import BleFrame, ContactEvent, IrRanges
 from toio_navigator.nodes import conversions
-from toio_navigator.nodes.ros_sim_link import BLE_QOS
-from toio_navigator.nodes.virtual_ir import ARENA_PARAMETERS, ArenaSensors, VirtualIrError
-from toio_navigator.sim.mats import MATS
+from toio_navigator.nodes.parameters import NodeParameters
+from toio_navigator.nodes.qos import BLE_QOS
+from toio_navigator.nodes.spin import run_node
+from toio_navigator.nodes.virtual_ir import ArenaSensors
+from toio_navigator.settings.mat_sim import MatSimError  # noqa: F401 (older imports)
+from toio_navigator.settings.mat_sim import PARAMS, sim_config
+from toio_navigator.settings.spec import SettingError
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCube, VirtualCubes, cube_name
-from toio_navigator.sim.world import World, WorldParams, grid_poses
-
-#: name -> (default, description); None = a list parameter with no default
-PARAMETERS: dict[str, tuple[object, str]] = {
-    'cubes': (None, 'cube names (namespaces), e.g. [cube1, cube2]; required'),
-    'initial_poses': (None, 'x, y (mat units), heading (rad, clockwise) per cube, flattened; [] = a grid on the mat'),
-    'mat': ('collection', f'mat name: {", ".join(sorted(MATS))}'),
-    'seed': (0, 'random seed of the world (noise, glitches)'),
-    'physics_rate_hz': (50.0, 'fixed physics step rate'),
-    'real_time_factor': (1.0, 'simulated seconds per wall-clock second'),
-    'firmware_version': ('2.4.0', 'BLE protocol version the virtual cubes report and implement (2.0.0..2.5.0)'),
-    'command_delay_s': (WorldParams.command_delay, 'write -> effect latency of motor commands'),
-    'min_command_interval_s': (WorldParams.min_command_interval, 'the cube ignores a motor write arriving this soon '
-                                                                 'after the last accepted one (0 = never)'),
-    'position_noise': (0.0, 'std of reported positions, mat units'),
-    'ground_truth_rate_hz': (20.0, 'mat_sim/ground_truth publish rate (0 = off)'),
-    **ARENA_PARAMETERS,     # arena_layout ('' = no <cube>/ir), arena_origin_x/y, arena_cell_size, ir_rate_hz, ir_noise
-    'contact_slack_units': (1e-6, 'mat_sim/contacts: discs closer than 2 radii + this touch (float rounding)'),
-    'link_check_period_s': (0.2, 'how often to notice drivers appearing / disappearing'),
-}
-
-
-class MatSimError(ValueError):
-    """A mat_sim parameter has a value the simulator cannot work with."""
-
-
-def _need(condition: bool, name: str, message: str) -> None:
-    if not condition:
-        raise MatSimError(f'parameter {name}: {message}')
-
+from toio_navigator.sim.world import World
 
 class ContactTracker:
     """Contact starts between the World's cubes, found after every physics step (plain Python, a World listener).
@@ -183,78 +157,63 @@ class _CubePort:
 class MatSimNode(Node):
     """Hosts :class:`~toio_navigator.sim.world.World` + :class:`~toio_navigator.sim.virtual_cube.VirtualCubes`.
 
-    Raises :class:`MatSimError` naming the parameter when one is invalid.
+    Parameters: :data:`toio_navigator.settings.mat_sim.PARAMS`. Raises SettingError naming the parameter when
+    one is invalid.
     """
 
     def __init__(self, node_name: str = 'mat_sim', **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc, dynamic_typing=True))
-        v = {name: self.get_parameter(name).value for name in PARAMETERS}
-        cubes = list(v['cubes'] or [])
-        _need(bool(cubes) and all(isinstance(c, str) and c for c in cubes), 'cubes',
-              f'needs a non-empty list of cube names, got {v["cubes"]!r}')
-        _need(len(set(cubes)) == len(cubes), 'cubes', f'names must be unique, got {cubes}')
-        _need(v['mat'] in MATS, 'mat', f'unknown mat {v["mat"]!r}; known: {", ".join(sorted(MATS))}')
-        for name in ('physics_rate_hz', 'real_time_factor', 'link_check_period_s'):
-            _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] > 0, name,
-                  f'must be a number > 0, got {v[name]!r}')
-        for name in ('ground_truth_rate_hz', 'ir_rate_hz', 'command_delay_s', 'min_command_interval_s',
-                     'position_noise', 'arena_cell_size', 'contact_slack_units'):
-            _need(isinstance(v[name], (int, float)) and math.isfinite(v[name]) and v[name] >= 0, name,
-                  f'must be a number >= 0, got {v[name]!r}')
-        _need(isinstance(v['seed'], int) and not isinstance(v['seed'], bool), 'seed',
-              f'must be an integer, got {v["seed"]!r}')
-        poses = self._initial_poses(v['initial_poses'], len(cubes), v['mat'])
+        self.parameters = NodeParameters(self, PARAMS)
+        config = sim_config(self.parameters.values)      # SettingError names a bad parameter
+        v = config.values
+        cubes = list(v['cubes'])
+        firmware = FirmwareParams(version=v['firmware_version'])
+        params = config.world
         try:
-            firmware = FirmwareParams(version=str(v['firmware_version']))
-        except p.ProtocolError as exc:
-            raise MatSimError(f'parameter firmware_version: {exc}') from None
-        _need(p.parse_version(firmware.version) >= (2, 0, 0) and p.parse_version(firmware.version) <= (2, 5, 0),
-              'firmware_version', f'must be 2.0.0..2.5.0, got {firmware.version}')
-        try:
-            dt = 1.0 / float(v['physics_rate_hz'])
-            params = WorldParams(dt=dt, command_delay=float(v['command_delay_s']),
-                                 min_command_interval=float(v['min_command_interval_s']),
-                                 position_noise=float(v['position_noise']))
-            self.world = World(poses, mat=str(v['mat']), params=params, seed=int(v['seed']))
+            self.world = World(config.poses, mat=v['mat'], params=params, seed=v['seed'])
         except ValueError as exc:
-            raise MatSimError(f'world: {exc}') from None
+            raise SettingError('initial_poses', str(exc)) from None
         self.cube_names = cubes
-        self.real_time_factor = float(v['real_time_factor'])
+        self.real_time_factor = v['real_time_factor']
         self._last_step = time.monotonic()
         self._sim_elapsed = 0.0      # simulated seconds handed to world.step (world.time lags by < one step)
         self.firmware = VirtualCubes(self.world, firmware, names=[cube_name(i) for i in range(len(cubes))],
                                      arrival_clock=self.arrival_time)
-        self.contacts = ContactTracker(self.world, float(v['contact_slack_units']))
+        self.contacts = ContactTracker(self.world, v['contact_slack_units'])
         self._pub_contacts = self.create_publisher(ContactEvent, 'mat_sim/contacts', BLE_QOS)
         self.ports = [_CubePort(self, name, self.firmware[i]) for i, name in enumerate(cubes)]
         self.create_timer(params.dt, self._step)
-        self.create_timer(float(v['link_check_period_s']), self._check_links)
+        self.create_timer(v['link_check_period_s'], self._check_links)
         self._pub_truth = self.create_publisher(PoseArray, 'mat_sim/ground_truth', 10)
-        if v['ground_truth_rate_hz'] > 0:
-            self.create_timer(1.0 / v['ground_truth_rate_hz'], self._publish_ground_truth)
+        self._truth_timer = None
+        self._start_ground_truth(v['ground_truth_rate_hz'])
         self._ir = None
         if v['arena_layout']:
             self._setup_arena(v)
+        self.parameters.on_change(self._apply_parameters)
         self.get_logger().info(f'{len(cubes)} virtual cubes ({firmware.version}) on mat {v["mat"]}: '
                                f'{", ".join(cubes)}')
 
-    def _initial_poses(self, flat, n: int, mat: str) -> np.ndarray:
-        if not flat:
-            return grid_poses(n, mat)
-        values = list(flat)
-        _need(all(isinstance(x, (int, float)) and math.isfinite(x) for x in values), 'initial_poses',
-              'must be finite numbers')
-        _need(len(values) == 3 * n, 'initial_poses', f'needs 3 numbers (x, y, heading) per cube: {3 * n} for '
-                                                       f'{n} cubes, got {len(values)}')
-        return np.asarray(values, dtype=float).reshape(n, 3)
+    def _apply_parameters(self, values: dict, changed: set[str]) -> None:
+        """A run-time change (real_time_factor, the motor timing, position noise, the ground-truth rate):
+        checked by the start-up rules, then put into effect from the next physics step on."""
+        config = sim_config(values)
+        self.world.params = replace(self.world.params, command_delay=config.world.command_delay,
+                                    min_command_interval=config.world.min_command_interval,
+                                    position_noise=config.world.position_noise)
+        self.real_time_factor = config.values['real_time_factor']
+        if 'ground_truth_rate_hz' in changed:
+            self._start_ground_truth(config.values['ground_truth_rate_hz'])
+
+    def _start_ground_truth(self, rate_hz: float) -> None:
+        if self._truth_timer is not None:
+            self.destroy_timer(self._truth_timer)
+            self._truth_timer = None
+        if rate_hz > 0:
+            self._truth_timer = self.create_timer(1.0 / rate_hz, self._publish_ground_truth)
 
     def _setup_arena(self, v: dict) -> None:
-        try:
-            arena = ArenaSensors(v, seed=int(v['seed']))
-        except VirtualIrError as exc:
-            raise MatSimError(str(exc)) from None
+        arena = ArenaSensors(v, seed=v['seed'])
         self._ir = (arena, [self.create_publisher(IrRanges, f'{name}/ir', 10) for name in self.cube_names])
         self.create_timer(1.0 / arena.rate_hz, self._publish_ir)
 
@@ -312,9 +271,7 @@ class MatSimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """``ros2 run toio_navigator mat_sim --ros-args -p cubes:="[cube1, cube2]"``. Exit 2 on bad parameters."""
-    from toio_navigator.nodes.spin import run_node
-
-    return run_node('mat_sim', MatSimNode, errors=(MatSimError, ParameterException), args=args)
+    return run_node('mat_sim', MatSimNode, errors=(SettingError, ParameterException), args=args)
 
 
 if __name__ == '__main__':

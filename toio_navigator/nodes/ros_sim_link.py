@@ -22,14 +22,11 @@ import threading
 from typing import Callable
 
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from toio_navigator.cube.protocol import Characteristic
 from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import BleFrame
-
-#: reliable and deep enough that a burst of notifications (settings replay, 10 cubes) is not dropped
-BLE_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+from toio_navigator.nodes.qos import BLE_QOS
 
 
 class RosSimLink(Transport):

@@ -11,6 +11,9 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
 
 def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseException], ...] = (ValueError,),
              args: list[str] | None = None, executor: Callable[[], object] | None = None,
@@ -21,9 +24,6 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
     (``<name>: <error_prefix><error>`` on stderr, exit 2). The loop spins once per 0.1 s at most while the
     context is ok, so the shutdown rclpy's SIGINT/SIGTERM handler requests always ends it (a blocking spin()
     of some executors does not return on it)."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
     try:
         rclpy.init(args=args)
     except Exception as exc:   # rclpy raises its own types for bad --ros-args, a second init, ...

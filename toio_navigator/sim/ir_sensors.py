@@ -1,4 +1,4 @@
-"""Virtual sensors of the arena robot (reference arena_explorer.md §3): six IR rangers and the left camera.
+"""Virtual sensors of the arena robot (docs/arena.md §3): six IR rangers and the left camera.
 
 The sensors read the hidden ground truth (an obstacle grid, usually from a layout file); the explorer only ever
 sees their readings. ``ArenaMatMapping`` places the arena grid on a toio mat so that a cube's mat pose (mat units,
@@ -15,7 +15,7 @@ from toio_navigator.arena.geometry import (
     ARENA_COLS, ARENA_ROWS, EAST, NORTH, SIX_SENSORS, SOUTH, WEST, Pose, SensorMount, inside)
 from toio_navigator.arena.grid import IR_NOTHING_IN_RANGE
 
-#: the Arduino caps its cell counts at 9 (reference §3)
+#: the Arduino caps its cell counts at 9 (§3.1)
 MAX_READING = 9
 BOUND_LEFT, BOUND_CENTRE, BOUND_RIGHT = 'LEFT', 'CENTRE', 'RIGHT'
 NO_IMAGE = -1

@@ -2,7 +2,7 @@
 
 :class:`VirtualCubes` runs the firmware of every cube of a :class:`~toio_navigator.sim.world.World` (it attaches
 itself to the world's step). Each :class:`VirtualCube` is one cube's GATT face: ``connect``, ``write``,
-``read``, ``subscribe`` with exactly the bytes of the protocol fact sheet. Behaviour modelled:
+``read``, ``subscribe`` with exactly the bytes of docs/ble_protocol.md. Behaviour modelled:
 
 * writes are parsed with the shared codec; malformed, out-of-range or too-new (for the simulated protocol
   version) writes are dropped silently, as a real cube does;
@@ -10,9 +10,7 @@ itself to the world's step). Each :class:`VirtualCube` is one cube's GATT face: 
   effect ``command_delay`` later (durations count from then); 0x02 stops after its duration. Both are measured
   on the time each write *arrives* (``arrival_clock``), not on the physics clock: the world moves in 20 ms
   steps, and a 45 ms rule compared on step times would drop writes 50 ms apart whenever they land 40 ms apart;
-* 0x03/0x04 run an on-board controller to the target(s) and answer with exactly one 0x83/0x84 (reached within
-  15 units / 4 deg, timeout, ID missed, invalid parameters, replaced by a later motor command, not supported,
-  append rejected); 0x05 drives a unicycle command with acceleration and priority;
+* 0x03/0x04 (target moves) and 0x05 (acceleration moves) run on board: :mod:`toio_navigator.sim.onboard_motion`;
 * ID notifications follow config 0x18 (minimum interval; always / on change >= 2 units or 3 deg / balanced:
   pause after 300 ms without change) and 0x19 (missed only after the ID was lost that long);
 * motion (on change, collision momentary), button (on change), battery (every 5 s, 10 % steps), wheel speed
@@ -32,25 +30,21 @@ from typing import Callable
 
 import numpy as np
 
+from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as pr
 from toio_navigator.cube.protocol import Characteristic as C
+from toio_navigator.sim.onboard_motion import MotionParams, OnboardMotion, wrap_deg
 from toio_navigator.sim.world import World
 
 Deliver = Callable[[bytes], None]
 
-# protocol version that introduced each command (anything newer than the simulated version is ignored)
-_MOTOR_SINCE = {0x01: (2, 0, 0), 0x02: (2, 0, 0), 0x03: (2, 1, 0), 0x04: (2, 1, 0), 0x05: (2, 1, 0)}
-_CONFIG_SINCE = {0x01: (2, 0, 0), 0x05: (2, 0, 0), 0x06: (2, 0, 0), 0x17: (2, 1, 0), 0x18: (2, 2, 0),
-                 0x19: (2, 2, 0), 0x1B: (2, 2, 0), 0x1C: (2, 2, 0), 0x1D: (2, 3, 0), 0x1E: (2, 3, 0),
-                 0x30: (2, 4, 0), 0x31: (2, 4, 0), 0x32: (2, 4, 0), 0x33: (2, 5, 0), 0x34: (2, 5, 0),
-                 0x0F: (2, 5, 0)}
 _CONFIG_RESPONSE_OF = {v: k for k, v in pr.CONFIG_RESPONSES.items()}
 _NAME_LETTERS = 'abcdefhijkmnprtABCDEFGHJKLMNPQRT'   # the spec's letters minus the excluded ones
 
 
 @dataclass(frozen=True)
 class FirmwareParams:
-    """Firmware constants (protocol fact sheet defaults)."""
+    """Firmware constants (defaults of docs/ble_protocol.md)."""
     version: str = '2.4.0'
     default_id_interval_10ms: int = 1
     default_id_condition: int = pr.ID_BALANCED
@@ -59,11 +53,7 @@ class FirmwareParams:
     speed_period_s: float = 0.1
     battery_period_s: float = 5.0
     actual_interval_1250us: int = 12           # what 0x32 answers (15 ms)
-    arrival_distance: float = 15.0             # 0x03/0x04: |dx| and |dy| within this ...
-    arrival_angle_deg: float = 4.0             # ... and the angle within this
-    default_target_timeout_s: float = 10.0     # timeout byte 0
-    min_target_speed: int = 10                 # max speed below this -> result 0x06
-    steering_gain: float = 4.0                 # on-board controller: rad/s of turn per rad of heading error
+    motion: MotionParams = MotionParams()      # the on-board controllers (0x03/0x04/0x05)
 
     def __post_init__(self) -> None:
         pr.parse_version(self.version)
@@ -73,44 +63,6 @@ def cube_name(index: int) -> str:
     """A deterministic 'toio-XXX' name (letter, digit, letter) for simulated cube ``index``."""
     n = len(_NAME_LETTERS)
     return f'toio-{_NAME_LETTERS[index % n]}{(index // n) % 10}{_NAME_LETTERS[(index // (10 * n)) % n]}'
-
-
-def _wrap_deg(d: float) -> float:
-    return (d + 180.0) % 360.0 - 180.0
-
-
-@dataclass
-class _Goal:
-    x: float
-    y: float
-    angle: float | None       # degrees, None = no final rotation
-    direction: int            # 0 shortest, +1 clockwise, -1 counter-clockwise
-
-
-@dataclass
-class _TargetMove:
-    """A running 0x03 / 0x04 (on-board controller)."""
-    command: pr.MotorTarget | pr.MotorMultiTarget
-    goals: list[_Goal]
-    deadline: float
-    start_distance: float
-    rotating: bool = False
-    queued: pr.MotorMultiTarget | None = None
-
-    @property
-    def multi(self) -> bool:
-        return isinstance(self.command, pr.MotorMultiTarget)
-
-
-@dataclass
-class _AccelMove:
-    """A running 0x05: translational speed ramps toward its target, rotation is fixed."""
-    target_speed: float       # signed motor units
-    speed: float
-    step_per_s: float         # 0 = jump
-    rotation_u: float         # signed "rotate" motor units (left minus right)
-    rotation_priority: bool
-    end: float
 
 
 @dataclass
@@ -229,8 +181,7 @@ class VirtualCubes:
         self._pending: list[tuple[float, int, int, pr.Command]] = []
         self._seq = itertools.count()
         self._last_motor_accept = np.full(n, -math.inf)
-        self._targets: dict[int, _TargetMove] = {}
-        self._accels: dict[int, _AccelMove] = {}
+        self.motion = OnboardMotion(world, self.params.motion, self._motor_reply)
         self._power_off_at: dict[int, float] = {}
         # ID notification state
         self.id_interval = np.zeros(n)
@@ -302,8 +253,7 @@ class VirtualCubes:
         self._reset_settings(i)
         self.world.stop(i)
         self.world.driving_enabled[i] = False
-        self._targets.pop(i, None)
-        self._accels.pop(i, None)
+        self.motion.forget(i)
         self._pending = [entry for entry in self._pending if entry[2] != i]
         heapq.heapify(self._pending)
         self._battery_due[i] = math.inf
@@ -323,7 +273,7 @@ class VirtualCubes:
         elif char is C.SENSOR_INFORMATION:
             self._handle_sensor_request(i, command)  # type: ignore[arg-type]
         elif char is C.LIGHT_CONTROL:
-            if isinstance(command, pr.LightSmoothBlink) and self.version < (2, 5, 0):
+            if isinstance(command, pr.LightSmoothBlink) and not firmware.SMOOTH_BLINK.available(self.version):
                 cube.dropped_writes += 1
             elif isinstance(command, pr.LightOn):
                 cube.light = (command.r, command.g, command.b)
@@ -339,17 +289,15 @@ class VirtualCubes:
         # never before the world's own time (a clock that lags would let a command act in the past)
         arrived = max(float(self.arrival_clock()), w.time)
         too_soon = arrived - self._last_motor_accept[i] < w.params.min_command_interval - 1e-9
-        if self.version < _MOTOR_SINCE[type_byte] or too_soon:
+        if not firmware.MOTOR_COMMANDS[type_byte].available(self.version) or too_soon:
             cube.dropped_writes += 1
             return
         self._last_motor_accept[i] = arrived
         heapq.heappush(self._pending, (arrived + w.params.command_delay, next(self._seq), i, command))
 
     def _handle_sensor_request(self, i: int, request: pr.SensorRequest) -> None:
-        since = (2, 3, 0) if request.kind == 0x83 else (2, 2, 0)
-        if request.kind == 0x83 and request.posture_kind != 1:
-            since = (2, 4, 0)
-        if self.version < since:
+        feature = firmware.POSTURE_KINDS[request.posture_kind] if request.kind == 0x83 else firmware.SENSOR_REQUESTS
+        if not feature.available(self.version):
             self.cubes[i].dropped_writes += 1
             return
         if request.kind == 0x81:
@@ -362,13 +310,14 @@ class VirtualCubes:
     def _handle_config(self, i: int, command: pr.ConfigWrite) -> None:
         cube, s, v = self.cubes[i], self.cubes[i].settings, command.values
         kind = command.command
-        if self.version < _CONFIG_SINCE[kind] or (kind == 0x1B and len(v) == 3 and self.version < (2, 3, 0)) \
-                or (kind == 0x1D and v[0] != 1 and self.version < (2, 4, 0)):
+        feature = firmware.MAGNET_FORCE if kind == 0x1B and len(v) == 3 else \
+            firmware.POSTURE_KINDS[v[0]] if kind == 0x1D else firmware.CONFIG_COMMANDS[kind]
+        if not feature.available(self.version):
             cube.dropped_writes += 1
             return
         result = 0
         if kind == 0x01:
-            self._config_reply(i, pr.encode_notification(pr.ProtocolVersion(self.params.version)))
+            self._config_reply(i, pr.ProtocolVersion(self.params.version).encode())
             return
         if kind == 0x05:
             s.motion_threshold = (v[0],) + s.motion_threshold[1:]
@@ -397,18 +346,17 @@ class VirtualCubes:
         elif kind == 0x30:
             s.requested_interval = tuple(v)  # type: ignore[assignment]
         elif kind == 0x31:
-            self._config_reply(i, pr.encode_notification(pr.RequestedConnectionInterval(*s.requested_interval)))
+            self._config_reply(i, pr.RequestedConnectionInterval(*s.requested_interval).encode())
             return
         elif kind == 0x32:
-            self._config_reply(i, pr.encode_notification(
-                pr.CurrentConnectionInterval(self.params.actual_interval_1250us)))
+            self._config_reply(i, pr.CurrentConnectionInterval(self.params.actual_interval_1250us).encode())
             return
         elif kind in (0x33, 0x0F):
             result = 0 if self.world.button[i] else 1   # savable settings need the button held
         elif kind == 0x34:
             self._power_off_at[i] = self.world.time + v[0]
         if kind in _CONFIG_RESPONSE_OF:
-            self._config_reply(i, pr.encode_notification(pr.ConfigResponse(_CONFIG_RESPONSE_OF[kind], result)))
+            self._config_reply(i, pr.ConfigResponse(_CONFIG_RESPONSE_OF[kind], result).encode())
 
     def _config_reply(self, i: int, data: bytes) -> None:
         self.cubes[i].settings.last_config = data
@@ -419,16 +367,16 @@ class VirtualCubes:
         if char is C.ID_INFORMATION:
             return self._last_id_message[i]
         if char is C.MOTOR_CONTROL:
-            return self.cubes[i].settings.last_motor or pr.encode_notification(
-                pr.MotorSpeed(*map(int, self.world.reported_wheel_speeds()[i])))
+            return self.cubes[i].settings.last_motor or pr.MotorSpeed(
+                *map(int, self.world.reported_wheel_speeds()[i])).encode()
         if char is C.SENSOR_INFORMATION:
             return self._motion_bytes(i, collision=False)
         if char is C.BUTTON_INFORMATION:
-            return pr.encode_notification(pr.ButtonState(bool(self.world.button[i])))
+            return pr.ButtonState(bool(self.world.button[i])).encode()
         if char is C.BATTERY_INFORMATION:
-            return pr.encode_notification(pr.BatteryLevel(self._battery_percent(i)))
+            return pr.BatteryLevel(self._battery_percent(i)).encode()
         if char is C.CONFIGURATION:
-            return self.cubes[i].settings.last_config or pr.encode_notification(pr.ProtocolVersion(self.params.version))
+            return self.cubes[i].settings.last_config or pr.ProtocolVersion(self.params.version).encode()
         raise ConnectionError(f'{char.name} cannot be read')
 
     # ------------------------------------------------------------------------- the step
@@ -436,11 +384,8 @@ class VirtualCubes:
         t = world.time
         while self._pending and self._pending[0][0] <= t + 1e-9:
             _due, _seq, i, command = heapq.heappop(self._pending)
-            self._apply_motor(i, command)
-        for i in list(self._targets):
-            self._drive_target(i)
-        for i in list(self._accels):
-            self._drive_accel(i)
+            self.motion.apply(i, command)
+        self.motion.step()
         for i, when in list(self._power_off_at.items()):
             if t >= when:
                 del self._power_off_at[i]
@@ -510,10 +455,10 @@ class VirtualCubes:
     def _motion_bytes(self, i: int, collision: bool) -> bytes:
         posture = int(self.world.posture[i])
         message = pr.MotionSensor(posture == 1, collision)
-        if self.version >= (2, 1, 0):
+        if firmware.DOUBLE_TAP.available(self.version):
             message = pr.MotionSensor(posture == 1, collision, False, posture,
-                                      0 if self.version >= (2, 2, 0) else None)
-        return pr.encode_notification(message)
+                                      0 if firmware.SHAKE.available(self.version) else None)
+        return message.encode()
 
     def _motion_notifications(self, world: World, connected: np.ndarray) -> None:
         # the common case -- no collision, no posture or button change anywhere -- costs four cheap checks
@@ -553,21 +498,21 @@ class VirtualCubes:
 
     def _magnet_bytes(self) -> bytes:
         # no magnets on simulated mats: state 0, zero strength and direction
-        if self.version >= (2, 3, 0):
-            return pr.encode_notification(pr.MagneticSensor(0, 0, 0, 0, 0))
-        return pr.encode_notification(pr.MagneticSensor(0))
+        if firmware.MAGNET_FORCE.available(self.version):
+            return pr.MagneticSensor(0, 0, 0, 0, 0).encode()
+        return pr.MagneticSensor(0).encode()
 
     def _posture_bytes(self, i: int, kind: int) -> bytes:
         # the IMU yaw is relative to the heading at power-on, clockwise positive (body z points down)
-        yaw = _wrap_deg(math.degrees(self.world.theta[i] - self._heading_at_power_on[i]))
+        yaw = wrap_deg(math.degrees(self.world.theta[i] - self._heading_at_power_on[i]))
         if yaw == -180.0:
             yaw = 180.0
         if kind == 1:
-            return pr.encode_notification(pr.PostureEuler(0, 0, int(round(yaw))))
+            return pr.PostureEuler(0, 0, int(round(yaw))).encode()
         if kind == 2:
             half = math.radians(yaw) / 2
-            return pr.encode_notification(pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)))
-        return pr.encode_notification(pr.PostureEulerFloat(0.0, 0.0, yaw))
+            return pr.PostureQuaternion(math.cos(half), 0.0, 0.0, math.sin(half)).encode()
+        return pr.PostureEulerFloat(0.0, 0.0, yaw).encode()
 
     def _magnet_notification(self, i: int) -> None:
         s = self.cubes[i].settings
@@ -593,178 +538,7 @@ class VirtualCubes:
     # ------------------------------------------------------------------------- motor commands
     def _motor_reply(self, i: int, multi: bool, control_id: int, result: int) -> None:
         message = (pr.MultiTargetMoveResult if multi else pr.TargetMoveResult)(control_id, result)
-        data = pr.encode_notification(message)
+        data = message.encode()
         self.cubes[i].settings.last_motor = data
         self.cubes[i].notify(C.MOTOR_CONTROL, data)
 
-    def _replace_running(self, i: int) -> None:
-        running = self._targets.pop(i, None)
-        if running is not None:
-            self._motor_reply(i, running.multi, running.command.control_id, pr.TargetResult.REPLACED)
-            if running.queued is not None:
-                self._motor_reply(i, True, running.queued.control_id, pr.TargetResult.REPLACED)
-        self._accels.pop(i, None)
-
-    def _apply_motor(self, i: int, command: pr.Command) -> None:
-        w = self.world
-        if isinstance(command, (pr.MotorControl, pr.MotorControlTimed)):
-            self._replace_running(i)
-            duration = command.duration_10ms * 0.01 if isinstance(command, pr.MotorControlTimed) else None
-            w.set_wheels(i, command.left, command.right, duration or None)
-        elif isinstance(command, pr.MotorAcceleration):
-            previous = self._accels.get(i)
-            self._replace_running(i)
-            self._start_accel(i, command, previous)
-        elif isinstance(command, (pr.MotorTarget, pr.MotorMultiTarget)):
-            self._start_target(i, command)
-
-    def _start_target(self, i: int, command: pr.MotorTarget | pr.MotorMultiTarget) -> None:
-        multi = isinstance(command, pr.MotorMultiTarget)
-        targets = command.targets if multi else (command.target,)
-        first = targets[0]
-        keep = pr.KEEP_COORDINATE
-        if first.x == keep and first.y == keep and first.angle_mode == pr.AngleMode.KEEP_HEADING:
-            self._motor_reply(i, multi, command.control_id, pr.TargetResult.INVALID_PARAMETERS)
-            return
-        if command.max_speed < self.params.min_target_speed:
-            self._motor_reply(i, multi, command.control_id, pr.TargetResult.NOT_SUPPORTED)
-            return
-        running = self._targets.get(i)
-        if multi and command.append and running is not None and running.multi:
-            if running.queued is not None:
-                self._motor_reply(i, True, command.control_id, pr.TargetResult.APPEND_REJECTED)
-            else:
-                running.queued = command
-            return
-        self._replace_running(i)
-        w = self.world
-        if not w.sensor_on_mat()[i]:
-            self._motor_reply(i, multi, command.control_id, pr.TargetResult.ID_MISSED)
-            w.stop(i)
-            return
-        goals = self._resolve_goals(i, targets)
-        timeout = command.timeout_s or self.params.default_target_timeout_s
-        self._targets[i] = _TargetMove(command, goals, w.time + timeout,
-                                       math.hypot(goals[0].x - w.x[i], goals[0].y - w.y[i]))
-
-    def _resolve_goals(self, i: int, targets: tuple[pr.Target, ...]) -> list[_Goal]:
-        w = self.world
-        x, y, heading = float(w.x[i]), float(w.y[i]), math.degrees(w.theta[i]) % 360
-        goals = []
-        for target in targets:
-            x = x if target.x == pr.KEEP_COORDINATE else float(target.x)
-            y = y if target.y == pr.KEEP_COORDINATE else float(target.y)
-            mode, a = target.angle_mode, float(target.angle)
-            angle: float | None
-            direction = {1: 1, 2: -1, 3: 1, 4: -1}.get(mode, 0)
-            if mode in (0, 1, 2):
-                angle = a % 360
-            elif mode == 3:
-                angle = (heading + a) % 360
-            elif mode == 4:
-                angle = (heading - a) % 360
-            elif mode == 6:
-                angle = heading
-            else:
-                angle = None
-            if angle is not None:
-                heading = angle
-            goals.append(_Goal(x, y, angle, direction))
-        return goals
-
-    def _finish_target(self, i: int, move: _TargetMove, result: int) -> None:
-        self.world.stop(i)
-        del self._targets[i]
-        self._motor_reply(i, move.multi, move.command.control_id, result)
-        if move.queued is not None:
-            if result == pr.TargetResult.REACHED:
-                self._start_target(i, move.queued)
-            else:   # a failed move aborts what was appended to it
-                self._motor_reply(i, True, move.queued.control_id, result)
-
-    def _drive_target(self, i: int) -> None:
-        w, p, move = self.world, self.params, self._targets[i]
-        if not w.sensor_on_mat()[i]:
-            self._finish_target(i, move, pr.TargetResult.ID_MISSED)
-            return
-        if w.time >= move.deadline - 1e-9:
-            self._finish_target(i, move, pr.TargetResult.TIMEOUT)
-            return
-        goal = move.goals[0]
-        command = move.command
-        limit = min(command.max_speed, w.params.max_motor)
-        heading = float(w.theta[i])
-        dx, dy = goal.x - w.x[i], goal.y - w.y[i]
-        if not move.rotating and abs(dx) <= p.arrival_distance and abs(dy) <= p.arrival_distance:
-            move.rotating = True
-        if move.rotating:
-            error = 0.0 if goal.angle is None else _wrap_deg(goal.angle - math.degrees(heading))
-            if abs(error) <= p.arrival_angle_deg:
-                move.goals.pop(0)
-                if not move.goals:
-                    self._finish_target(i, move, pr.TargetResult.REACHED)
-                    return
-                move.rotating = False
-                move.deadline = w.time + (command.timeout_s or p.default_target_timeout_s)
-                move.start_distance = math.hypot(move.goals[0].x - w.x[i], move.goals[0].y - w.y[i])
-                w.stop(i)
-                return
-            if goal.direction and abs(error) > 20:   # a forced direction may go the long way round
-                turn = (goal.angle - math.degrees(heading)) % 360
-                error = turn if goal.direction > 0 else turn - 360
-            rotate = math.copysign(min(max(0.5 * abs(error), 2 * w.params.dead_zone), limit), error)
-            w.set_wheels(i, rotate / 2, -rotate / 2)
-            return
-        distance = math.hypot(dx, dy)
-        error = math.atan2(dy, dx) - heading
-        error = (error + math.pi) % (2 * math.pi) - math.pi
-        sign = 1.0
-        if command.movement_type == 0 and abs(error) > math.pi / 2:      # drive backwards instead of turning
-            sign = -1.0
-            error = (error + 2 * math.pi) % (2 * math.pi) - math.pi
-        progress = 1.0 - min(distance / max(move.start_distance, 1e-9), 1.0)
-        floor = p.min_target_speed
-        factor = {0: 1.0, 1: progress, 2: 1.0 - progress, 3: 1.0 - abs(2 * progress - 1)}[command.speed_profile]
-        speed = floor + (limit - floor) * factor if command.speed_profile else float(limit)
-        if command.movement_type == 2 and abs(error) > math.radians(10):
-            speed = 0.0                                                 # turn on the spot first
-        speed *= max(math.cos(error), 0.0)
-        k = w.params.units_per_s_per_motor_unit
-        rotate = p.steering_gain * error * w.params.wheel_track / k
-        if speed == 0.0:
-            rotate = math.copysign(max(abs(rotate), 2 * w.params.dead_zone), rotate)
-        left, right = sign * speed + rotate / 2, sign * speed - rotate / 2
-        scale = max(abs(left), abs(right), limit) / limit
-        w.set_wheels(i, left / scale, right / scale)
-
-    def _start_accel(self, i: int, command: pr.MotorAcceleration, previous: _AccelMove | None) -> None:
-        w = self.world
-        target = -command.speed if command.backward else float(command.speed)
-        rotation_u = math.radians(command.rotation_deg_s) * w.params.wheel_track / w.params.units_per_s_per_motor_unit
-        chained = previous is not None and command.acceleration > 0
-        end = w.time + command.duration_10ms * 0.01 if command.duration_10ms else math.inf
-        self._accels[i] = _AccelMove(target, previous.speed if chained else target,
-                                     command.acceleration * 10.0, rotation_u, command.rotation_priority, end)
-        self._drive_accel(i)
-
-    def _drive_accel(self, i: int) -> None:
-        w, move = self.world, self._accels[i]
-        if w.time >= move.end - 1e-9:
-            del self._accels[i]
-            w.stop(i)
-            return
-        if move.step_per_s:
-            step = move.step_per_s * w.params.dt
-            move.speed += max(-step, min(step, move.target_speed - move.speed))
-        else:
-            move.speed = move.target_speed
-        limit = float(w.params.max_motor)
-        speed, rotate = move.speed, move.rotation_u
-        if abs(speed) + abs(rotate) / 2 > limit:
-            if move.rotation_priority:
-                rotate = math.copysign(min(abs(rotate), 2 * limit), rotate)
-                speed = math.copysign(max(limit - abs(rotate) / 2, 0.0), speed)
-            else:
-                speed = math.copysign(min(abs(speed), limit), speed)
-                rotate = math.copysign(max(2 * (limit - abs(speed)), 0.0), rotate)
-        w.set_wheels(i, speed + rotate / 2, speed - rotate / 2)

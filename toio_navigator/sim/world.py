@@ -22,12 +22,12 @@ import numpy as np
 
 from toio_navigator.sim.mats import DEFAULT_MAT, FENCE_MARGIN_UNITS, Mat, fence_rect, get_mat
 from toio_navigator.units import (
-    MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_METRE, UNITS_PER_S_PER_MOTOR_UNIT, WHEEL_TRACK_UNITS)
+    BODY_RADIUS, MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT, WHEEL_TRACK_UNITS)
 
 
 @dataclass(frozen=True)
 class WorldParams:
-    """Every constant of the model, with the fact-sheet defaults."""
+    """Every constant of the model, with the defaults of docs/navigator.md §5."""
     dt: float = 0.02                       # physics step (reference simulator: 50 Hz)
     motor_tau: float = 0.04                # first-order wheel lag
     command_delay: float = 0.13            # write -> effect latency (reference prefab value)
@@ -36,9 +36,9 @@ class WorldParams:
     max_motor: int = MOTOR_MAX             # |u| above this saturates (2.0.0 firmware: 100)
     units_per_s_per_motor_unit: float = UNITS_PER_S_PER_MOTOR_UNIT
     wheel_track: float = WHEEL_TRACK_UNITS
-    body_radius: float = 0.0318 / 2 * UNITS_PER_METRE   # collision disc: half the 31.8 mm body width (~11.67 units)
+    body_radius: float = BODY_RADIUS         # collision disc: half the 31.8 mm body width (~11.67 units)
     sensor_back: float = 11.1 / 1.3625     # ID sensor sits behind the reported centre ...
-    sensor_left: float = 9.4 / 1.3625      # ... and to its left (protocol fact sheet 3.4)
+    sensor_left: float = 9.4 / 1.3625      # ... and to its left (docs/ble_protocol.md §3.4)
     fence_margin: float = FENCE_MARGIN_UNITS
     position_noise: float = 0.0            # std of reported x/y, units (the reference simulator has none)
     angle_noise_deg: float = 0.0

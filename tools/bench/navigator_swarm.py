@@ -5,8 +5,8 @@ Prints ms per swarm step (all N cubes answered by one ``swarm_step`` call) for N
 to a plain per-cube loop of the same code (one ``navigate`` call per cube with every other cube as its others,
 i.e. what N single queries cost), both measured in this run.
 
-Layouts follow shared/benchmarks (copied facts, not read at run time):
-  * circle   — the circle_swap generator, METRICS.md's cost-versus-N sweep: N cubes on a circle of radius
+Layouts follow the benchmark scenarios (docs/metrics.md §9):
+  * circle   — the circle_swap generator, the cost-versus-N sweep (docs/metrics.md §7): N cubes on a circle of radius
                max(150, ceil(N·52.8/(2π))) around (250, 250), heading to the antipode at 100 u/s;
   * random10 — random non-overlapping starts (centres ≥ 2r apart) and random goals in a square of area density
                0.10 (N·π·r²/L², r = 16.5),

@@ -10,17 +10,30 @@ state-triggered tick is skipped because the navigator's own timer ticked just be
 0.8 periods) yields no command within 200 ms; those are reported as missing, not counted as latency.
 The navigator runs with rclpy's EventsExecutor where it exists (TOIO_NAV_EXECUTOR=single compares the
 SingleThreadedExecutor).
-Usage: python tools/bench/pose_to_motor_latency.py [--cubes 10] [--rounds 40]
+
+Across hosts (as root, with `ip`): the same two measurements on a lab network of two hosts (network namespaces
+joined through a bridge, test/lab_network.py), the probe on host a where the cube drivers would run, the echo or
+the navigator on host b, DDS over UDP through the virtual cable; printed beside the single-host figures with the
+ratio across / one host. The rounds run in blocks (`--blocks`), the single-host and the cross-host phases taking
+turns, so a machine that gets busier during the run weighs on both alike. `--no-lab` skips the cross-host phases;
+without root they are skipped with the reason.
+Usage: python tools/bench/pose_to_motor_latency.py [--cubes 10] [--rounds 40] [--blocks 4] [--no-lab]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+# the lab network is test infrastructure (test/lab_network.py); the benchmark borrows it
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'test'))
+from lab_network import LabError, LabNetwork, unavailable_reason  # noqa: E402
 
 BUDGET_MS = 5.0
 ROUND_S = 0.25            # > the navigator's minimum tick spacing at rate_hz 4, so every round triggers one tick
@@ -107,10 +120,24 @@ def measure(names: list[str], rounds: int, with_goals: bool) -> list[float]:
     return samples
 
 
+def probe_command(names: list[str], rounds: int, with_goals: bool) -> list[str]:
+    """This script as the probe (``--measure``): a process of its own, like the node under test."""
+    return [sys.executable, __file__, '--measure', '--cubes', str(len(names)), '--rounds', str(rounds)] + \
+        ['--goals'] * with_goals
+
+
+def run_probe(cmd: list[str], env: dict | None, rounds: int) -> list[float]:
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120 + rounds * ROUND_S * 2)
+    if out.returncode != 0:
+        raise SystemExit(f'the probe failed: {out.stderr.strip()[-500:]}')
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run_phase(cmd: list[str], names: list[str], rounds: int, with_goals: bool) -> list[float]:
+    """The node under test and the probe, both on this machine."""
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        return measure(names, rounds, with_goals)
+        return run_probe(probe_command(names, rounds, with_goals), None, rounds)
     finally:
         child.terminate()
         try:
@@ -118,6 +145,16 @@ def run_phase(cmd: list[str], names: list[str], rounds: int, with_goals: bool) -
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait(timeout=5)
+
+
+def run_lab_phase(lab: LabNetwork, cmd: list[str], names: list[str], rounds: int, with_goals: bool) -> list[float]:
+    """The node under test on host b, the probe on host a."""
+    env = lab.env(int(os.environ['ROS_DOMAIN_ID']))
+    lab.start('b', cmd, env)
+    try:
+        return run_probe(lab.command('a', probe_command(names, rounds, with_goals)), env, rounds)
+    finally:
+        lab.stop_processes()            # SIGINT, then SIGKILL whatever is left; waits for the child
 
 
 def report(label: str, ms: list[float], expected: int) -> float:
@@ -131,30 +168,64 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--cubes', type=int, default=10)
     parser.add_argument('--rounds', type=int, default=40)
+    parser.add_argument('--blocks', type=int, default=4, help='rounds are run in this many blocks, one host and '
+                                                                'across hosts taking turns (default 4)')
+    parser.add_argument('--no-lab', dest='lab', action='store_false', help='skip the figures across two hosts')
     parser.add_argument('--echo', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--measure', action='store_true', help=argparse.SUPPRESS)   # the probe, inside host a
+    parser.add_argument('--goals', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.cubes < 1 or args.rounds < 1:
-        print('--cubes and --rounds must be >= 1', file=sys.stderr)
+    if args.cubes < 1 or args.rounds < 1 or args.blocks < 1:
+        print('--cubes, --rounds and --blocks must be >= 1', file=sys.stderr)
         return 2
     names = [f'cube{i + 1}' for i in range(args.cubes)]
     if args.echo:
         return echo(names)
+    if args.measure:
+        print(json.dumps(measure(names, args.rounds, args.goals)))
+        return 0
     os.environ.setdefault('ROS_DOMAIN_ID', str(200 + os.getpid() % 30))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    expected = args.cubes * args.rounds
-    echo_ms = run_phase([sys.executable, __file__, '--echo', '--cubes', str(args.cubes)], names, args.rounds, False)
+    echo_cmd = [sys.executable, __file__, '--echo', '--cubes', str(args.cubes)]
     nav_cmd = [sys.executable, '-m', 'toio_navigator.nodes.navigator', '--ros-args',
                '-p', f'cubes:=[{",".join(names)}]', '-p', 'rate_hz:=4.0', '-p', 'stale_timeout_s:=1.0',
                '-p', 'tick_on_fresh_states:=true', '-p', 'markers_every:=1000']
-    nav_ms = run_phase(nav_cmd, names, args.rounds, True)
-    print(f'pose -> motor command over DDS, {args.cubes} cubes, {args.rounds} rounds '
+    why_not = unavailable_reason() if args.lab else 'skipped (--no-lab)'
+    lab = None
+    if why_not is None:
+        try:
+            lab = LabNetwork(('a', 'b')).create()
+        except LabError as exc:
+            why_not = str(exc)
+    # the phases take turns (one host, then across hosts, in blocks), so a machine getting busier halfway through
+    # the run weighs on both figures alike
+    blocks = min(args.blocks, args.rounds)
+    per_block = [args.rounds // blocks + (k < args.rounds % blocks) for k in range(blocks)]
+    ms: dict[tuple[str, str], list[float]] = {}
+    try:
+        for rounds in per_block:
+            for label, cmd, goals in (('echo', echo_cmd, False), ('navigator', nav_cmd, True)):
+                ms.setdefault((label, 'one'), []).extend(run_phase(cmd, names, rounds, goals))
+                if lab is not None:
+                    ms.setdefault((label, 'lab'), []).extend(run_lab_phase(lab, cmd, names, rounds, goals))
+    finally:
+        if lab is not None:
+            lab.destroy()
+    expected = args.cubes * args.rounds
+    print(f'pose -> motor command over DDS, {args.cubes} cubes, {args.rounds} rounds in {blocks} blocks '
           f'(ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]})')
-    base = report('echo', echo_ms, expected)
-    nav = report('navigator', nav_ms, expected)
+    base = report('echo', ms['echo', 'one'], expected)
+    nav = report('navigator', ms['navigator', 'one'], expected)
     print(f'ratio navigator / echo: {nav / base:.2f}')
     print(f'budget: median <= {BUDGET_MS:.0f} ms at 10 cubes: {"PASS" if nav <= BUDGET_MS else "FAIL"}')
+    if lab is None:
+        print(f'across two hosts: not measured ({why_not})')
+        return 0
+    print('across two hosts (probe on host a, node on host b, UDP through a virtual cable):')
+    lab_base = report('echo', ms['echo', 'lab'], expected)
+    lab_nav = report('navigator', ms['navigator', 'lab'], expected)
+    print(f'ratio across hosts / one host: echo {lab_base / base:.2f}, navigator {lab_nav / nav:.2f}')
     return 0
-
 
 if __name__ == '__main__':
     sys.exit(main())

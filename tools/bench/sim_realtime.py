@@ -69,12 +69,13 @@ async def full_stack(n: int, seconds: float, seed: int) -> tuple[float, float, i
         await link.connect()
         for char in ('id', 'motor', 'sensor', 'button', 'battery', 'config'):
             await link.start_notify(char, on_notify)
-        await link.write('config', p.encode_motor_speed_notification(True))
+        await link.write('config', p.ConfigWrite.motor_speed_notification(True).encode())
     rng = np.random.default_rng(seed)
     clock = Clock()
     while world.time < seconds:
         for link in links:
-            await link.write('motor', p.encode_motor(int(rng.integers(-80, 81)), int(rng.integers(-80, 81)), 300))
+            left, right = int(rng.integers(-80, 81)), int(rng.integers(-80, 81))
+            await link.write('motor', p.MotorControlTimed(left, right, 30).encode())
         world.step(COMMAND_PERIOD_S)
     wall, cpu = clock.ratios(world.time)
     for link in links:

@@ -133,7 +133,7 @@ def cap_norm(vec: np.ndarray, limit: float) -> np.ndarray:
 
 @dataclass
 class NeighbourGeometry:
-    """Pair quantities of local_planners.md §3 for every (cube i, neighbour slot k); invalid slots point at i."""
+    """Pair quantities (docs/local_planners.md §2.2) for every (cube i, neighbour slot k); invalid slots point at i."""
     j: np.ndarray           # (N, K) neighbour index (i itself where invalid)
     valid: np.ndarray       # (N, K) bool
     combined: np.ndarray    # (N, K) r_ij = r_i + r_j
@@ -168,7 +168,7 @@ def goal_force_and_neighbours(state, params, dt: float):
 
 def time_to_collision(rel_pos: np.ndarray, rel_vel: np.ndarray, combined: np.ndarray,
                       velocity_error: float = 0.0) -> np.ndarray:
-    """Time until two discs touch under constant velocities (local_planners.md §3.2): 0 if they overlap now,
+    """Time until two discs touch under constant velocities (docs/local_planners.md §2.5): 0 if they overlap now,
     inf if they never do; ``velocity_error`` (epsilon) inflates the test for uncertain velocities."""
     a = np.einsum('...d,...d->...', rel_vel, rel_vel) - velocity_error ** 2
     b = np.einsum('...d,...d->...', rel_pos, rel_vel) - velocity_error * combined

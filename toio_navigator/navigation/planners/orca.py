@@ -1,6 +1,6 @@
 """ORCA, optimal reciprocal collision avoidance (van den Berg, Guy, Lin, Manocha 2011), vectorised over the swarm.
 
-Our own implementation from the paper's definition (local_planners.md §3.4):
+Our own implementation from the paper's definition (docs/local_planners.md §3.4):
 * every neighbour B gives agent A the half-plane ORCA_{A|B} = {v : (v - (v_A + alpha u)) . n >= 0}, where u is the
   smallest change of the relative velocity that leaves the truncated velocity obstacle VO^tau_{A|B} and n the
   outward normal there (alpha = 1/2: each agent takes half of the correction);
@@ -12,7 +12,7 @@ Our own implementation from the paper's definition (local_planners.md §3.4):
   half-planes while the obstacle half-planes stay hard.
 All agents are solved at once: constraint k is processed for every agent in one numpy operation.
 
-``OrcaParams()`` is plain ORCA with the reference parameters (local_planners.md §4), like RVO2: it deadlocks in
+``OrcaParams()`` is plain ORCA with the reference parameters (docs/local_planners.md §4.5), like RVO2: it deadlocks in
 perfectly symmetric swaps. ``KEEP_RIGHT`` (planner ``orca_kr``, our best planner) adds deterministic symmetry
 breaking and deadlock handling on top of the same solver, every part a switchable parameter:
 * keep right: in a head-on encounter (preferred directions more than 90 deg apart, relative preferred velocity
@@ -42,7 +42,7 @@ _EPS = 1e-9
 
 @dataclass
 class OrcaParams:
-    time_horizon: float = 2.0          # s, tau for agents (local_planners.md §4)
+    time_horizon: float = 2.0          # s, tau for agents (docs/local_planners.md §4.5)
     time_horizon_obst: float = 1.0     # s, tau_obst for static obstacles
     neighbor_dist: float = 400.0       # u, neighbour search radius (centre distance)
     max_neighbors: int = 10            # K nearest agents considered

@@ -1,4 +1,4 @@
-"""Social force model (Helbing, Farkas, Vicsek 2000) as a swarm planner (local_planners.md §3.1).
+"""Social force model (Helbing, Farkas, Vicsek 2000) as a swarm planner (docs/local_planners.md §3.1).
 
 Per unit mass (accelerations, u/s^2): goal relaxation (v_g - v)/xi, and for every neighbour within the sensing gap
 an exponential repulsion A exp((r_ij - d_ij)/B) plus, while discs overlap, a body force k g(r_ij - d_ij) and a

@@ -1,4 +1,4 @@
-"""Time-to-collision forces (Karamouzas et al. 2014 family, predictive) as a swarm planner (local_planners.md §3.2).
+"""Time-to-collision forces (Karamouzas et al. 2014 family, predictive), a swarm planner (docs/local_planners.md §3.2).
 
 For every neighbour the time to collision tau under constant velocities (optionally inflated by a velocity error
 bound epsilon) gives an avoidance acceleration k_tau (tau_H - tau)/tau along the unit vector from the neighbour to

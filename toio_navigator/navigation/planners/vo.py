@@ -1,4 +1,4 @@
-"""Sampling velocity obstacles (the seed's VO, corrected; local_planners.md §3.3) as a swarm planner.
+"""Sampling velocity obstacles (the seed's VO, corrected; docs/local_planners.md §3.3) as a swarm planner.
 
 Every step each cube scores K random candidate velocities drawn uniformly in its speed disc (seeded), plus its
 goal velocity, its current velocity and standing still, with

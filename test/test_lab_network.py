@@ -1,0 +1,382 @@
+"""The package on a lab network of three hosts (network namespaces joined through a bridge, test/lab_network.py):
+
+    host a  the cubes' machine: `toio-nav bringup --only sim,drivers` (mat_sim and the 8 cube drivers)
+    host b  `toio-nav bringup --only navigator`
+    host c  a student's laptop: `toio-nav record` and a probe that calls navigator/set_goal and watches the
+            ground truth, the states and mat_sim/contacts (test/lab_probe.py)
+
+One combined run per discovery mode (ROS_AUTOMATIC_DISCOVERY_RANGE unset = ROS's default multicast discovery, and
+SUBNET), with the sim profile's YAML, as a user would start it:
+  1. every cube heads 100 units inwards; once they move, every process on host b is killed (SIGKILL);
+  2. a navigator is started again on b and the recorder on c; the new navigator knows every cube but holds no
+     goal, so the laptop sends goals again: the 8 cubes swap places through the centre; the bag is replayed;
+  3. every cube heads 100 units inwards again; once they move, b's cable is unplugged for 3 s, then plugged
+     back; nothing is restarted; every cube arrives.
+(The recorder on c cannot record what the navigator decides while b is cut off, so the bag ends before 3.)
+The tests below each judge one part of that run. Stop times are measured at the simulated cubes (mat_sim's ground
+truth, seen from host c, whose link stays up) from the moment the fault can reach the wheels: the fault's time
+plus the virtual cube's write-to-effect delay, which every command has. Meanwhile a second lab on another
+ROS_DOMAIN_ID shares the network (a probe on host a publishing /cube1/state, one on host c looking).
+"""
+from __future__ import annotations
+
+import json
+import math
+import queue
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import next_domain_id
+from lab_network import LabNetwork, unavailable_reason
+
+from toio_navigator.bags.replay import replay_bag
+from toio_navigator.demo_cli import RECORDER_NODE, recorded_topics, swap_goals
+from toio_navigator.nodes import bringup
+from toio_navigator.sim.world import World, WorldParams
+from toio_navigator.units import WHEEL_TRACK_UNITS
+
+pytestmark = pytest.mark.ros
+
+PROBE = Path(__file__).resolve().parent / 'lab_probe.py'
+MAT = (45.0, 45.0, 455.0, 455.0)
+OUTAGE_S = 3.0
+SWAP_STAGGER_S = 0.6      # between two cubes' goals, as the demo sends them
+MOVING = 6                # a fault comes once this many of the 8 cubes drive (one stuck cube must not stall it)
+MODES = {'default': None, 'subnet': 'SUBNET'}       # None: ROS_AUTOMATIC_DISCOVERY_RANGE unset
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+
+def wheel_travel(samples) -> tuple[np.ndarray, np.ndarray]:
+    """(stamps (K,), travel (K-1, N)) of ground-truth samples ``[stamp, arrival, [[x, y, theta], ...]]``: how far
+    each cube's wheels went between two samples (path plus turn x half the track, mat units)."""
+    samples = sorted(samples, key=lambda s: s[0])
+    t = np.array([s[0] for s in samples])
+    keep = np.concatenate([[True], np.diff(t) > 1e-6])
+    t = t[keep]
+    poses = np.array([s[2] for s in samples])[keep]                    # (K, N, 3)
+    step = np.hypot(*np.diff(poses[:, :, :2], axis=0).transpose(2, 0, 1))
+    turn = np.abs((np.diff(poses[:, :, 2], axis=0) + math.pi) % (2 * math.pi) - math.pi)
+    return t, step + turn * WHEEL_TRACK_UNITS / 2
+
+
+def travel_before(samples, t_event: float, seconds: float = 0.2) -> np.ndarray:
+    """Per cube, how far its wheels went in the ``seconds`` before ``t_event`` (was it moving?)."""
+    t, travel = wheel_travel(samples)
+    inside = (t[1:] > t_event - seconds) & (t[1:] <= t_event)
+    return travel[inside].sum(axis=0)
+
+
+def stop_times(samples, t_event: float, coast_s: float, slack: float = 0.25) -> list[float]:
+    """Per cube, seconds from ``t_event`` until its wheels stopped driving, from ground-truth samples that run on
+    well past the stop.
+
+    A cube is no longer driven at sample k once everything it still moves afterwards is no more than a released
+    cube coasts at the speed it had: ``coast_s`` x speed (the motor lag) + ``slack`` mat units. A cube already
+    still at ``t_event`` stops at the first sample after it."""
+    t, travel = wheel_travel(samples)
+    after = np.flip(np.cumsum(np.flip(travel, 0), 0), 0)               # travel from sample k on
+    after = np.vstack([after, np.zeros((1, travel.shape[1]))])
+    speed = np.vstack([np.zeros((1, travel.shape[1])), travel / np.diff(t)[:, None]])  # into sample k
+    out = []
+    for i in range(travel.shape[1]):
+        stopped = (after[:, i] <= coast_s * speed[:, i] + slack) & (t >= t_event)
+        k = int(np.argmax(stopped)) if stopped.any() else len(t) - 1
+        out.append(max(0.0, float(t[k] - t_event)))
+    return out
+
+
+def longest_gap(samples, t0: float, t1: float) -> float:
+    """The longest time between two ground-truth samples stamped in [t0, t1] (a stalled simulator shows here)."""
+    t = sorted(s[0] for s in samples if t0 <= s[0] <= t1)
+    return float(np.diff([t0, *t, t1]).max())
+
+
+def sim_timing() -> tuple[float, float]:
+    """(write-to-effect delay of the virtual cubes, coast time of a released cube) of the sim profile."""
+    mat_sim = {}
+    for path in bringup.profile_files('sim'):
+        mat_sim.update((yaml.safe_load(path.read_text()).get('mat_sim') or {}).get('ros__parameters') or {})
+    dt = 1.0 / float(mat_sim.get('physics_rate_hz', 1.0 / WorldParams.dt))
+    return float(mat_sim.get('command_delay_s', WorldParams.command_delay)), max(0.0, WorldParams.motor_tau - dt)
+
+
+def navigator_setting(name: str):
+    return yaml.safe_load((bringup.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters'][name]
+
+
+# ------------------------------------------------------------------------------------------------ the lab run
+
+class ProbeClient:
+    """test/lab_probe.py inside a lab host: one JSON request per line, one answer per line."""
+
+    def __init__(self, lab: LabNetwork, host: str, env: dict, cubes: list[str], log: Path, name: str,
+                 watch: bool = False) -> None:
+        self.log, self.name = log, name
+        argv = [sys.executable, str(PROBE), '--cubes', ','.join(cubes), '--name', name] + ['--watch'] * watch
+        self.proc = lab.start(host, argv, env, log=log, pipe=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self._answer(60.0)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _answer(self, timeout: float) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f'{self.name}: no answer within {timeout:.0f} s (log {self.log})') from None
+        if line is None:
+            raise AssertionError(f'{self.name} stopped: {self.log.read_text()[-1500:]}')
+        return json.loads(line)
+
+    def ask(self, op: str, **kwargs) -> dict:
+        """The probe's answer to ``op``; a ``timeout`` argument is the probe's own wait, the answer may take longer."""
+        self.proc.stdin.write(json.dumps({'op': op, **kwargs}) + '\n')
+        self.proc.stdin.flush()
+        return self._answer(kwargs.get('timeout', 20.0) + 20.0)
+
+    def need(self, op: str, **kwargs) -> dict:
+        answer = self.ask(op, **kwargs)
+        assert answer['ok'], f'{self.name} {op}: {answer}'
+        return answer
+
+
+@dataclass
+class Run:
+    """What one combined lab run saw (times are wall clock, s)."""
+    mode: str
+    cubes: list[str]
+    logs: Path
+    bag: Path
+    t_kill: float = math.nan
+    truth_kill: list = field(default_factory=list)
+    after_restart: dict = field(default_factory=dict)
+    reached_after_restart: dict = field(default_factory=dict)
+    t_loss: float = math.nan
+    t_up: float = math.nan
+    stale_during_outage: dict = field(default_factory=dict)
+    truth_loss: list = field(default_factory=list)
+    states_during_outage: dict = field(default_factory=dict)
+    truth_after_up: list = field(default_factory=list)
+    reached_after_outage: dict = field(default_factory=dict)
+    contacts: list = field(default_factory=list)
+    restarted_anything: list = field(default_factory=list)
+    replay: object = None
+    foreign: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def run_lab(lab: LabNetwork, mode: str, out: Path) -> Run:
+    logs = out / 'logs'
+    logs.mkdir(parents=True, exist_ok=True)
+    run = Run(mode, bringup.read_cubes(bringup.profile_files('sim')), logs, out / 'bag')
+    started = time.monotonic()
+    try:
+        drive_lab(lab, run)
+    finally:                     # everything seen, for a look after a failure
+        run.seconds = time.monotonic() - started
+        (logs / 'run.json').write_text(json.dumps(vars(run), default=str))
+    run.replay = replay_bag(run.bag)
+    return run
+
+
+def drive_lab(lab: LabNetwork, run: Run) -> None:
+    """The combined scenario of the module docstring; what it sees goes into ``run``."""
+    names, logs = run.cubes, run.logs
+    env = lab.env(next_domain_id(), MODES[run.mode])
+    toio_nav = [sys.executable, '-m', 'toio_navigator.cli']
+    bringup_only = toio_nav + ['bringup', '--only']
+    cubes_host = lab.start('a', bringup_only + ['sim,drivers'], env, log=logs / 'a_bringup.log')
+    lab.start('b', bringup_only + ['navigator'], env, log=logs / 'b_bringup.log')
+    laptop = ProbeClient(lab, 'c', env, names, logs / 'c_probe.log', 'laptop', watch=True)
+    other = lab.env(next_domain_id(), MODES[run.mode])
+    foreign_a = ProbeClient(lab, 'a', other, ['cube1'], logs / 'a_foreign_probe.log', 'foreign_a')
+    foreign_c = ProbeClient(lab, 'c', other, ['cube1'], logs / 'c_foreign_probe.log', 'foreign_c')
+    foreign_a.need('publish', cube='cube1')
+    ready = laptop.need('ready', timeout=90.0)
+    homes = np.array([ready['poses'][c] for c in names])
+
+    def send(targets, first_id: int, stagger: float = 0.0) -> dict:
+        laptop.need('goals', goals=[[c, first_id + i, *targets[i]] for i, c in enumerate(names)], stagger=stagger)
+        return {c: first_id + i for i, c in enumerate(names)}
+
+    def inwards(xy: np.ndarray) -> np.ndarray:
+        """Each position 100 units closer to the mat's middle line (y = 250): the cubes' paths do not cross."""
+        return xy + np.array([[0.0, 100.0 if y < 250.0 else -100.0] for _x, y in xy])
+
+    # 1. every cube heads 100 units inwards; once they move, every process on host b is killed
+    send(inwards(homes), 10)
+    laptop.ask('wait_moving', distance=15.0, count=MOVING, timeout=10.0)
+    run.t_kill = lab.kill_host('b')
+    laptop.ask('wait_still', seconds=0.3, timeout=10.0)      # no process starts while they stop
+    run.truth_kill = laptop.need('truth', t0=run.t_kill - 1.0, t1=time.time())['samples']
+
+    # 2. a navigator again on b and the recorder on c; the new navigator knows every cube but holds no goal, so
+    #    the laptop sends goals again: the 8 cubes swap places, recorded to the end
+    navigator_host = lab.start('b', bringup_only + ['navigator'], env, log=logs / 'b_bringup_again.log')
+    recorder = lab.start('c', toio_nav + ['record', '-o', str(run.bag), *recorded_topics(names)], env,
+                         log=logs / 'c_record.log')
+    on_b = ProbeClient(lab, 'b', env, names, logs / 'b_probe.log', 'probe_b')
+    laptop.need('ready', timeout=60.0, recorder=RECORDER_NODE,
+                topics=[t for t in recorded_topics(names) if not t.endswith('/link_state')])
+    # until the killed navigator's lease runs out its service still looks ready: a call can go to it and be lost
+    deadline = time.monotonic() + 30.0
+    while True:
+        status = laptop.ask('status')['status']
+        if all(s and s['known'] and not s['stale'] for s in status.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    run.after_restart = status
+    swapped = swap_goals(homes, MAT)
+    swap = send(swapped, 20, stagger=SWAP_STAGGER_S)
+    run.reached_after_restart = laptop.ask('wait_reached', goal_ids=swap, timeout=45.0)
+    recorder.send_signal(signal.SIGTERM)            # the recorder closes the bag on SIGTERM
+    recorder.wait(timeout=30)
+
+    # 3. every cube heads 100 units inwards again; once they move, b's cable is out for 3 s. b's own probe asks
+    #    the navigator how it sees the cubes meanwhile (the laptop cannot reach b then)
+    ids = send(inwards(swapped), 30)
+    laptop.ask('wait_moving', distance=15.0, count=MOVING, timeout=10.0)
+    run.t_loss = time.time()
+    lab.set_link('b', up=False)
+    try:
+        # per cube, its latest answer: a status call that goes unanswered while the cable is out says nothing
+        # about staleness, so it does not overwrite what an earlier call said
+        run.stale_during_outage = {c: None for c in names}
+        while time.time() < run.t_loss + OUTAGE_S - 0.5:
+            for cube, answer in on_b.ask('status')['status'].items():
+                if answer is not None:
+                    run.stale_during_outage[cube] = answer
+            if all(s and s['stale'] for s in run.stale_during_outage.values()):
+                break
+            time.sleep(0.1)
+        time.sleep(max(0.0, run.t_loss + OUTAGE_S - time.time()))
+    finally:
+        run.t_up = time.time()
+        lab.set_link('b', up=True)
+    run.reached_after_outage = laptop.ask('wait_reached', goal_ids=ids, timeout=20.0)
+    run.restarted_anything = [name for name, proc in (('host a', cubes_host), ('host b', navigator_host))
+                              if proc.poll() is not None]
+    run.truth_loss = laptop.need('truth', t0=run.t_loss - 1.0, t1=run.t_up)['samples']
+    run.truth_after_up = laptop.need('truth', t0=run.t_up, t1=run.t_up + 1.0)['samples']
+    run.states_during_outage = laptop.need('states', t0=run.t_loss, t1=run.t_up)['times']
+    run.contacts = laptop.need('contacts')['contacts']
+    run.foreign = {'c': foreign_c.need('graph', topic='/cube1/state'),
+                   'lab': laptop.need('graph', topic='/cube1/state')}
+
+
+@pytest.fixture(scope='module')
+def lab():
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f'no lab network on this machine: {reason}')
+    network = LabNetwork(('a', 'b', 'c'))
+    network.create()
+    try:
+        yield network
+    finally:
+        network.destroy()
+
+
+@pytest.fixture(scope='module', params=list(MODES))
+def lab_run(request, lab, tmp_path_factory):
+    pytest.importorskip('toio_navigator.msg')
+    mode = request.param
+    try:
+        yield run_lab(lab, mode, tmp_path_factory.mktemp(f'lab_{mode}'))
+    finally:
+        lab.reset()
+
+
+# ------------------------------------------------------------------------------------------------ the tests
+
+def test_the_swaps_reach_every_goal_without_a_contact(lab_run):
+    for phase in ('reached_after_restart', 'reached_after_outage'):
+        got = getattr(lab_run, phase)
+        assert got['ok'], f'{phase}: not reached {set(lab_run.cubes) - set(got["reached"])}; logs in {lab_run.logs}'
+    assert lab_run.contacts == []
+
+
+def test_the_bag_recorded_on_the_laptop_replays_with_zero_divergence(lab_run):
+    report = lab_run.replay
+    assert report.ok, report.summary()
+    assert report.ticks > 60 and report.compared['motor_cmd'] > 300, report.summary()
+
+
+def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation_resumes(lab_run):
+    delay, coast = sim_timing()
+    duration = navigator_setting('command_duration_ms') / 1000.0
+    moving = travel_before(lab_run.truth_loss, lab_run.t_loss)
+    assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when the link went: {np.round(moving, 1)}'
+    stops = stop_times(lab_run.truth_loss, lab_run.t_loss + delay, coast)
+    gap = longest_gap(lab_run.truth_loss, lab_run.t_loss, lab_run.t_loss + delay + duration + 0.2)
+    assert max(stops) <= duration + 0.05, f'stop times after the link loss (s): {np.round(stops, 3)}; longest ' \
+                                          f'ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
+    # the navigator, cut off, marks every cube stale; the drivers kept publishing (seen from the laptop)
+    assert all(s and s['stale'] for s in lab_run.stale_during_outage.values()), lab_run.stale_during_outage
+    for cube, times in lab_run.states_during_outage.items():
+        gaps = np.diff([lab_run.t_loss, *times, lab_run.t_up])
+        assert len(times) > 20 and gaps.max() < 0.5, f'{cube}: {len(times)} states, longest gap {gaps.max():.2f} s'
+    # link back: every cube drives again and arrives (test above), and nothing was restarted
+    _t, travel = wheel_travel(lab_run.truth_after_up)
+    assert travel.sum(axis=0).min() > 20.0, f'wheel travel (mat units) in the 1 s after the link returned: ' \
+                                            f'{np.round(travel.sum(axis=0), 1)}'
+    assert lab_run.reached_after_outage['ok'] and lab_run.restarted_anything == []
+
+
+def test_a_killed_navigator_host_stops_the_cubes_and_a_new_navigator_picks_the_swarm_up(lab_run):
+    delay, coast = sim_timing()
+    duration = navigator_setting('command_duration_ms') / 1000.0
+    moving = travel_before(lab_run.truth_kill, lab_run.t_kill)
+    assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when host b died: {np.round(moving, 1)}'
+    stops = stop_times(lab_run.truth_kill, lab_run.t_kill + delay, coast)
+    gap = longest_gap(lab_run.truth_kill, lab_run.t_kill, lab_run.t_kill + delay + duration + 0.2)
+    assert max(stops) <= duration + 0.05, f'stop times after the kill (s): {np.round(stops, 3)}; longest ' \
+                                          f'ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
+    # the new navigator sees every cube at once but holds no goal: the user sends the goals again (README)
+    for cube, s in lab_run.after_restart.items():
+        assert s and s['known'] and not s['stale'] and s['goal_id'] == 0 and not s['active'], (cube, s)
+    assert lab_run.reached_after_restart['ok']
+
+
+def test_a_second_lab_on_another_domain_id_on_the_same_network_is_not_seen(lab_run):
+    seen_by_foreign = lab_run.foreign['c']['nodes']
+    assert '/foreign_a' in seen_by_foreign               # the second lab itself works across hosts
+    assert not {'/navigator', '/mat_sim', '/laptop', '/cube1/cube_driver'} & set(seen_by_foreign)
+    assert lab_run.foreign['c']['publishers'] == 1       # its own fake /cube1/state only
+    assert not {'/foreign_a', '/foreign_c'} & set(lab_run.foreign['lab']['nodes'])
+    assert lab_run.foreign['lab']['publishers'] == 1     # the real driver only
+
+
+def test_stop_times_find_when_the_wheels_stop_being_driven():
+    """The measuring stick itself, on the simulator's own physics: a cube driving straight, one turning on the
+    spot, one driven throughout and one standing still, sampled every physics step."""
+    _delay, coast = sim_timing()
+    world = World([(100.0, 100.0, 0.0), (200.0, 200.0, 0.0), (300.0, 300.0, 0.0), (400.0, 400.0, 0.0)],
+                  params=WorldParams(dt=WorldParams.motor_tau - coast))
+    world.step(0.1)
+    world.set_wheels(0, 50, 50, 0.15)            # straight, until t = 0.25
+    world.set_wheels(1, 40, -40, 0.25)           # on the spot, until t = 0.35
+    world.set_wheels(2, 30, 30)                  # no duration: driven to the end of the samples
+    samples = []
+    for _ in range(80):
+        world.step()
+        samples.append([world.time, world.time, world.poses.tolist()])
+    step = world.params.dt + 1e-6
+    stops = stop_times(samples, 0.1, coast)
+    assert stops[0] == pytest.approx(0.15, abs=step)
+    assert stops[1] == pytest.approx(0.25, abs=step)
+    assert stops[2] >= samples[-1][0] - 0.1 - coast - step    # not stopped before the samples (nearly) end
+    assert stops[3] <= step                                   # the first sample after the event
