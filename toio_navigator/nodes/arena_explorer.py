@@ -575,6 +575,13 @@ class ArenaExplorerNode(Node):
             self.set_goal.call_async(SetGoal.Request(goal=NavGoal(goal_id=self._next_id(), cube=self.settings.cube,
                                                                   direction=NavGoal.STOP)))
 
+    def destroy_node(self) -> None:
+        """An explorer that stops mid-run tells the navigator to stop its cube (and cancels the cube's own
+        move) before it goes; the run ends there."""
+        if self._busy():
+            self._stop_cube()
+        super().destroy_node()
+
     def _publish(self, state: bool = False, grid: bool = False) -> None:
         if self.explorer is None:
             return
