@@ -24,9 +24,15 @@ def test_sim_profile_starts_sim_drivers_and_navigator_for_every_cube_of_the_yaml
     assert [(s.executable, ns) for s, ns in nodes] == \
         [('mat_sim', '')] + [('cube_driver', f'/cube{i}') for i in range(1, 9)] + [('navigator', '')]
     assert run(['--dry-run', '--ros-args', '-p', 'mode:=BOIDS']) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if not line.startswith('#')]
     assert len(lines) == 10
-    assert all('--params-file' in line and line.endswith('-p mode:=BOIDS') for line in lines)
+    # -p is not passed on (a node's own YAML section would beat it): it goes into a parameter file applied last,
+    # in a section for the node that has the parameter
+    assert all(line.split('--params-file')[-1].strip().split()[0].endswith('overrides.yaml') for line in lines)
+    assert not any('-p mode' in line for line in lines)
+    assert [line[2:] for line in out if line.startswith('# ')][1:] == ['/navigator:', '  ros__parameters:',
+                                                                      '    mode: "BOIDS"']
     assert '-r __ns:=/cube3' in lines[3]
 
 

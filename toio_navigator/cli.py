@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from toio_navigator import __version__
+from toio_navigator.lifecycle import die_with_parent
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()       # a `toio-nav record` started by the demo stops (and finalises its bag) with it
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv or argv[0] not in COMMANDS:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
 
@@ -156,9 +157,19 @@ class DemoError(RuntimeError):
     pass
 
 
-def _wait(executor, condition, timeout: float, what: str, children) -> None:
+class DemoStopped(DemoError):
+    """A stop signal (Ctrl-C, SIGTERM, a closed terminal) ended the demo early."""
+
+
+def _check_stop(stop: StopRequest, what: str) -> None:
+    if stop:
+        raise DemoStopped(f'stopped by {stop.name or "request"} {what}; every node was stopped')
+
+
+def _wait(executor, condition, timeout: float, what: str, children, stop: StopRequest) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
+        _check_stop(stop, f'while waiting for {what}')
         dead = children.check()
         if dead:
             raise DemoError(f'{", ".join(dead)} stopped while waiting for {what} (see the node logs in '
@@ -206,14 +217,22 @@ def run(args: argparse.Namespace) -> int:
         print(f'toio-nav demo: cannot use {out}: {exc}', file=sys.stderr)
         return 2
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    # SIGINT, SIGTERM and SIGHUP only set a flag the loops below poll: the recorder and every node are then
+    # stopped in order (the cubes stop, the bag is finalised) and the demo says so, with no traceback
+    stop = StopRequest().install()
     try:
-        return _run_live(args, files, names, bag_dir, png)
+        return _run_live(args, files, names, bag_dir, png, stop)
+    except DemoStopped as exc:
+        print(f'\ntoio-nav demo: {exc}', file=sys.stderr)
+        return 130
     except DemoError as exc:
         print(f'\ntoio-nav demo: {exc}', file=sys.stderr)
         return 1
+    finally:
+        stop.restore()
 
 
-def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
+def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -> int:
     log_dir = bag_dir.parent / 'logs'
     import rclpy
     from geometry_msgs.msg import PoseArray
@@ -264,6 +283,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
         look = time.monotonic() + 1.0
         while time.monotonic() < look:
             executor.spin_once(timeout_sec=0.05)
+            _check_stop(stop, 'before starting the nodes')
         ours = {spec.executable for spec in bringup.NODES}
         foreign = sorted({f'{ns.rstrip("/")}/{name}' for name, ns in node.get_node_names_and_namespaces()
                           if name in ours})
@@ -277,8 +297,8 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
         children.start(bringup.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
-              'every cube driver to connect and read its position', children)
-        _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children)
+              'every cube driver to connect and read its position', children, stop)
+        _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children, stop)
         # no goal before the recorder has every topic: a bag missing the first commands cannot replay
         wanted = [t for t in recorded_topics(names) if not t.endswith('/link_state')]
 
@@ -287,7 +307,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                 raise DemoError(f'the recorder stopped (see {log_dir / "record.log"})')
             return all(any(i.node_name == RECORDER_NODE for i in node.get_subscriptions_info_by_topic(t))
                        for t in wanted)
-        _wait(executor, recorder_ready, 60.0, 'the recorder to subscribe to every topic', children)
+        _wait(executor, recorder_ready, 60.0, 'the recorder to subscribe to every topic', children, stop)
         print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
         starts = np.array([(states[c].x, states[c].y) for c in names])
         goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
@@ -303,10 +323,11 @@ def _run_live(args, files, names, bag_dir: Path, png: Path) -> int:
                 req = SetGoal.Request(goal=NavGoal(goal_id=100 + i, cube=names[i], x=float(goals[i, 0]),
                                                    y=float(goals[i, 1]), direction=NavGoal.TOWARDS))
                 future = set_goal.call_async(req)
-                _wait(executor, future.done, 10.0, f'the navigator to accept {names[i]}\'s goal', children)
+                _wait(executor, future.done, 10.0, f'the navigator to accept {names[i]}\'s goal', children, stop)
                 if not future.result().accepted:
                     raise DemoError(f'the navigator refused {names[i]}\'s goal: {future.result().reason}')
             executor.spin_once(timeout_sec=0.02)
+            _check_stop(stop, f'at t = {now:.1f} s')
             dead = children.check()
             if dead:
                 raise DemoError(f'{", ".join(dead)} stopped during the run (see the node logs in {log_dir})')
@@ -376,7 +397,7 @@ def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str], all_topics: 
     try:
         return subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'record', '-o', str(bag_dir),
                                  *([] if all_topics else recorded_topics(names))],
-                                stdout=log, stderr=subprocess.STDOUT)
+                                stdout=log, stderr=subprocess.STDOUT, env=supervised_env())
     finally:
         log.close()                      # the child holds its own descriptor
 

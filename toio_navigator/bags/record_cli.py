@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter, TopicRecorder
+from toio_navigator.lifecycle import StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
@@ -89,33 +89,6 @@ def _storable(value):
     return value
 
 
-class StopRequest:
-    """SIGINT and SIGTERM only set a flag that the recording loop polls. A signal must never raise inside the
-    recorder: Python's default SIGINT handler raises KeyboardInterrupt at whatever bytecode runs next, which under
-    load may be a subscription callback, the finalisation itself, or a ``__del__`` (where the exception is
-    swallowed and the recorder records on until it is killed) -- each of which loses metadata.yaml."""
-
-    def __init__(self) -> None:
-        self.signal: int | None = None
-        self.at = 0.0
-        self._previous: dict = {}
-
-    def _handle(self, signum, _frame) -> None:
-        if self.signal is None:
-            self.signal, self.at = signum, time.monotonic()
-
-    def __bool__(self) -> bool:
-        return self.signal is not None
-
-    def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
-
-    def restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.duration is not None and not (args.duration > 0 and math.isfinite(args.duration)):
         print('toio-nav record: --duration must be > 0 (a finite number of seconds)', file=sys.stderr)
@@ -180,7 +153,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
         if context is not None:
             rclpy.try_shutdown(context=context)
     total = sum(writer.counts.values())
-    how = f' after {signal.Signals(stop.signal).name}, finalised in {finalised - stop.at:.2f} s' if stop else ''
+    how = f' after {stop.name}, finalised in {finalised - stop.at:.2f} s' if stop else ''
     print(f'toio-nav record: wrote {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '
           f'{time.monotonic() - started:.1f} s -> {out}{how}', flush=True)
     if grabber is not None and grabber.parameters is None:

@@ -29,13 +29,27 @@ class CoalescedWriter:
         self.delayed = 0        # writes held back to keep min_interval_s
         self.expired = 0        # writes whose function said there was nothing left to write
         self.last_error = ''
+        self._finished = False
 
     def submit(self, data: bytes | Callable[[], bytes | None]) -> None:
         """Queue ``data``, or a function giving the bytes at the moment of writing (None: nothing to write any
         more, e.g. a command that expired while it waited)."""
         self._loop.call_soon_threadsafe(self._put, data)
 
+    async def finish(self, data: bytes) -> bool:
+        """On the loop: make ``data`` the last write (it replaces a waiting one and keeps ``min_interval_s``
+        after the previous write, or the cube would ignore it), wait until it is written and ignore every later
+        submit. True if it was written. The driver's stop on the way out."""
+        self._put(data)
+        self._finished = True
+        failed = self.failed
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+        return self._pending is None and self.failed == failed
+
     def _put(self, data: bytes | Callable[[], bytes | None]) -> None:
+        if self._finished:
+            return
         if self._pending is not None:
             self.coalesced += 1
         self._pending = data

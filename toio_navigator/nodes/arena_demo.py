@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.lifecycle import StopRequest
 from toio_navigator.nodes.conversions import grid_from_occupancy, poses_from_path
 
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
@@ -109,6 +110,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     say(f'toio-nav demo --arena {layout_path.name}: one simulated cube explores the arena on the mat, then runs '
         f'the fastest path (waypoint {waypoint}; ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})')
     started = time.monotonic()
+    stop = StopRequest()
     children = bringup.Children()
     context = rclpy.Context()
     domain = (env or os.environ).get('ROS_DOMAIN_ID')
@@ -137,6 +139,8 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         end = min(deadline, time.monotonic() + limit) if limit else deadline
         last = -math.inf
         while not condition():
+            if stop:
+                raise ArenaDemoError(f'stopped by {stop.name or "request"} while waiting for {what}')
             dead = children.check()
             if dead:
                 raise ArenaDemoError(f'{", ".join(dead)} stopped while waiting for {what} (logs: {log_dir})')
@@ -167,6 +171,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
             say(f'  t = {time.monotonic() - t0:5.1f} s   {names.get(st.status, st.status):<12} robot ({st.robot_x:2d},'
                 f'{st.robot_y:2d},{st.heading})   explored {st.explored_count:3d}/300   moves {st.moves:3d}')
 
+    stop.install()              # SIGINT / SIGTERM / SIGHUP: stop the nodes in order and say so, no traceback
     try:
         children.start(bringup.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
         t0 = time.monotonic()
@@ -199,6 +204,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+        stop.restore()
 
     mapping = ArenaMatMapping()
     poses = poses_from_path(latest['path'], mapping)

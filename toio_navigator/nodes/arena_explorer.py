@@ -225,6 +225,14 @@ class ArenaExplorerNode(Node):
         if answer_wanted:
             self.goal_calls[request.goal_id] = future
 
+    def destroy_node(self) -> None:
+        """An explorer that stops mid-run tells the navigator to stop its cube (and cancels the cube's own
+        move) before it goes; the run ends there."""
+        if self.arena.busy:
+            self.arena.terminate(time.monotonic())
+            self._carry_out()
+        super().destroy_node()
+
     def _stamp(self):
         return self.get_clock().now().to_msg()
 

@@ -9,21 +9,33 @@ e.g. ``--only sim,drivers`` on the machine with the BLE adapter (or the simulato
 another; every machine reads the same YAML, so all agree on the cube list.
 
 Two ways to run (``toio-nav bringup`` / ``ros2 run toio_navigator bringup``):
-  * ``--processes`` (default): one child process per node, like ``ros2 launch``; a dying child is reported and
-    the others keep running (a dead driver is what the navigator must cope with). Ctrl-C / SIGTERM stops all.
-  * ``--single``: every node in this process on a MultiThreadedExecutor.
+  * ``--processes`` (default): one child process per node, like ``ros2 launch``
+    (:mod:`toio_navigator.nodes.supervisor`). A node that refuses to start (exit 2: a bad parameter) stops the
+    bringup with that node's message and exit 2; a node that dies later is reported and the others keep
+    running (a dead driver is what the navigator must cope with). SIGINT, SIGTERM and SIGHUP stop every node,
+    the simulator last; if the bringup itself dies (even by SIGKILL) its nodes stop too.
+  * ``--single``: every node in this process on one executor (the navigator's), stopped the same way.
+
+Parameters: every file is checked by the nodes' own rules before anything starts; ``--ros-args -p NAME:=VALUE``
+goes to the nodes that have NAME and beats the YAML (:mod:`toio_navigator.settings.bringup_params`).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import signal
-import subprocess
+import math
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+
+from toio_navigator.lifecycle import REFUSED, StopRequest
+from toio_navigator.nodes.supervisor import Children, child_command, exit_text, ros_args
+from toio_navigator.settings.bringup_params import (NODE_PARAMS, Instance, ParamsError, check_param_file,
+                                                    overrides_yaml, route_overrides, split_override)
+from toio_navigator.settings.spec import SettingError
 
 PACKAGE = 'toio_navigator'
 PROFILES = ('sim', 'real', 'arena')
@@ -131,15 +143,6 @@ def plan(profile: str, cubes: list[str], only: tuple[str, ...] = ()) -> list[tup
     return out
 
 
-def ros_args(param_files: list[Path], namespace: str = '', extra: list[str] | None = None) -> list[str]:
-    args = ['--ros-args']
-    for path in param_files:
-        args += ['--params-file', str(path)]
-    if namespace:
-        args += ['-r', f'__ns:={namespace}']
-    return args + list(extra or [])
-
-
 def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
@@ -187,94 +190,52 @@ def launch_description(profile: str):
 
 # ------------------------------------------------------------------------------------------------ running
 
-def child_command(spec: NodeSpec, namespace: str, param_files: list[Path], extra: list[str] | None = None) -> list[str]:
-    return [sys.executable, '-m', spec.module] + ros_args(param_files, namespace, extra)
-
-
-class Children:
-    """Child processes of a --processes bringup."""
-
-    def __init__(self) -> None:
-        self.procs: list[tuple[str, subprocess.Popen]] = []
-        self.reported: set[int] = set()
-        self.log_dir: Path | None = None
-
-    def start(self, nodes, param_files, extra=None, env=None, log_dir: Path | None = None) -> None:
-        """Start every node; with ``log_dir`` each child's output goes to <log_dir>/<ns>_<node>.log."""
-        self.log_dir = log_dir
-        for spec, ns in nodes:
-            name = f'{ns}/{spec.executable}' if ns else spec.executable
-            out = None
-            if log_dir is not None:
-                Path(log_dir).mkdir(parents=True, exist_ok=True)
-                out = open(Path(log_dir) / (name.strip('/').replace('/', '_') + '.log'), 'w')
-            try:
-                proc = subprocess.Popen(child_command(spec, ns, param_files, extra), env=env, stdout=out,
-                                        stderr=subprocess.STDOUT if out else None, start_new_session=True)
-            finally:
-                if out is not None:
-                    out.close()            # the child holds its own copy of the descriptor
-            self.procs.append((name, proc))
-
-    def process(self, name: str) -> subprocess.Popen:
-        """The child running node ``name`` (e.g. '/cube2/cube_driver')."""
-        for n, proc in self.procs:
-            if n == name:
-                return proc
-        raise KeyError(name)
-
-    def check(self) -> list[str]:
-        """Names of children that died since the last check (reported once)."""
-        dead = []
-        for name, proc in self.procs:
-            if proc.poll() is not None and proc.pid not in self.reported:
-                self.reported.add(proc.pid)
-                dead.append(f'{name} (exit {proc.returncode})')
-        return dead
-
-    def stop(self, timeout: float = 5.0) -> None:
-        for _name, proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + timeout
-        for _name, proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-
-
 def run_processes(nodes, param_files, extra=None, duration: float | None = None) -> int:
+    """One child per node until a stop signal or ``duration``; 2 if a node refuses to start (the others are
+    stopped), 1 if every node stopped by itself."""
+    stop = StopRequest().install()
     children = Children()
-    stopping = []
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     try:
         children.start(nodes, param_files, extra)
         deadline = None if duration is None else time.monotonic() + duration
-        while not stopping and (deadline is None or time.monotonic() < deadline):
-            for dead in children.check():
-                print(f'bringup: {dead} stopped; the others keep running', file=sys.stderr)
-            if all(p.poll() is not None for _n, p in children.procs):
+        while not stop and (deadline is None or time.monotonic() < deadline):
+            dead = children.newly_dead()
+            refused = children.refused(dead)
+            if refused:
+                children.stop()
+                for line in refused:
+                    print(f'bringup: {line}', file=sys.stderr)
+                print('bringup: stopped the other nodes', file=sys.stderr)
+                return REFUSED
+            for name, code in dead:
+                print(f'bringup: {name} stopped ({exit_text(code)}); the others keep running', file=sys.stderr)
+            if children.all_dead():
                 print('bringup: every node has stopped', file=sys.stderr)
                 return 1
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        pass
+            stop.wait(0.2)
     finally:
         children.stop()
-        signal.signal(signal.SIGTERM, previous)
+        stop.restore()
+    if stop.signal is not None:
+        print(f'bringup: {stop.name}: every node stopped', file=sys.stderr)
     return 0
 
 
 def run_single(nodes, param_files, extra=None, duration: float | None = None) -> int:
+    """Every node in this process on one executor (the navigator's: spin.make_executor); stopped like a node
+    process (run_node): the executor first, then each node in reverse order (the simulator last), then ROS."""
+    # ROS only here: --processes and --dry-run start without importing rclpy
     import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.exceptions import ParameterException
+    from rclpy.executors import ExternalShutdownException
 
+    from toio_navigator.nodes.spin import make_executor
+
+    stop = StopRequest().install()
     context = rclpy.Context()
-    rclpy.init(args=ros_args(param_files, '', extra), context=context)
-    created = []
+    created, executor = [], None
     try:
+        rclpy.init(args=ros_args(param_files, '', extra), context=context)   # own context: no rclpy handlers
         for spec, ns in nodes:
             cls = getattr(importlib.import_module(spec.module), spec.node_class)
             kwargs = {'context': context}
@@ -282,27 +243,86 @@ def run_single(nodes, param_files, extra=None, duration: float | None = None) ->
                 kwargs['namespace'] = ns
             try:
                 created.append(cls(**kwargs))
-            except ValueError as exc:
+            except (ValueError, ParameterException) as exc:
                 print(f'bringup: {ns}/{spec.executable}: {exc}', file=sys.stderr)
-                return 2
-        executor = MultiThreadedExecutor(context=context)
+                return REFUSED
+            if stop:
+                return 0
+        executor = make_executor(context)
         for node in created:
             executor.add_node(node)
         deadline = None if duration is None else time.monotonic() + duration
         try:
-            while context.ok() and (deadline is None or time.monotonic() < deadline):
+            while not stop and context.ok() and (deadline is None or time.monotonic() < deadline):
                 executor.spin_once(timeout_sec=0.1)
-        except (KeyboardInterrupt, ExternalShutdownException):
+        except ExternalShutdownException:
             pass
-        executor.shutdown()
     finally:
-        for node in created:
+        if executor is not None:
+            executor.shutdown()
+        for node in reversed(created):
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        stop.restore()
     return 0
 
 
 # ------------------------------------------------------------------------------------------------ CLI
+
+OVERRIDE_HELP = """\
+everything after it goes to the nodes as ROS arguments. -p NAME:=VALUE goes to every node of the bringup that
+has a parameter NAME (mode, planner, rate_hz, ...: the navigator; transport, motor_duration_ms, ...: each
+cube_driver; initial_poses, real_time_factor, ...: mat_sim; cubes: all of them) and beats every YAML file;
+-p NODE:NAME:=VALUE goes to one node (navigator:rate_hz:=10, cube_driver:max_motor:=80 for every driver,
+cube2/cube_driver:max_motor:=80 for one). Each value is checked by the node's own rule before anything starts;
+a name no node has is refused. --params-file FILE adds a YAML file; other ROS arguments go to every node."""
+
+
+def split_ros_args(tokens: list[str]) -> tuple[list[str], list[str], list[Path]]:
+    """--ros-args tokens -> (arguments for every node, -p overrides, extra parameter files)."""
+    extra, overrides, files = [], [], []
+    it = iter(tokens)
+    for token in it:
+        if token in ('-p', '--param', '--params-file'):
+            value = next(it, None)
+            if value is None:
+                raise BringupError(f'--ros-args {token}: needs a value after it')
+            (files.append(Path(value).resolve()) if token == '--params-file' else overrides.append(value))
+        elif token != '--ros-args':
+            extra.append(token)
+    return extra, overrides, files
+
+
+class Prepared(NamedTuple):
+    """A checked bringup command line: what to start and with which parameters."""
+    files: list[Path]            # parameter files, in order
+    cubes: list[str]
+    nodes: list                  # (NodeSpec, namespace) to start
+    extra: list[str]             # ROS arguments for every node
+    routed: dict                 # Instance -> {parameter: value} of the -p overrides
+    taken: set[str]              # section names of the files (the overrides' sections must be new)
+
+
+def prepare(args: argparse.Namespace) -> Prepared:
+    """Read and check a bringup command line: every file and override by the nodes' own rules;
+    BringupError / ParamsError / SettingError with the reason."""
+    files = [Path(p).resolve() for p in args.params_file] if args.params_file else profile_files(args.profile)
+    extra, overrides, more_files = split_ros_args(list(args.ros_args or []))
+    files += more_files
+    cubes = read_cubes(files)
+    plain_cubes = [o for o in overrides if split_override(o)[:2] == ('', 'cubes')]
+    if plain_cubes:          # -p cubes:=[...] decides which drivers start, as the YAML's list does
+        cubes = list(NODE_PARAMS['navigator']['cubes'].check(split_override(plain_cubes[-1])[2]))
+    taken = set()
+    for path in files:
+        warnings, keys = check_param_file(path)
+        taken |= keys
+        for warning in warnings:
+            print(f'bringup: {warning}', file=sys.stderr)
+    nodes = plan(args.profile, cubes, parse_roles(args.only, args.profile))
+    routed = route_overrides(overrides, [Instance(spec.executable, ns) for spec, ns in nodes])
+    return Prepared(files, cubes, nodes, extra, routed, taken)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--profile', choices=PROFILES, default='sim',
@@ -322,41 +342,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'on a lab network, e.g. --only sim,drivers beside the cubes, --only navigator elsewhere')
     parser.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
     parser.add_argument('--dry-run', action='store_true', help='print the commands and exit')
-    parser.add_argument('--ros-args', dest='ros_args', nargs=argparse.REMAINDER, default=[],
-                        help='the rest goes to every node as ROS arguments (e.g. --ros-args -p mode:=BOIDS)')
+    parser.add_argument('--ros-args', dest='ros_args', nargs=argparse.REMAINDER, default=[], help=OVERRIDE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.duration is not None and not (args.duration > 0 and math.isfinite(args.duration)):
+        print('bringup: --duration must be > 0 (a finite number of seconds)', file=sys.stderr)
+        return 2
     try:
-        files = [Path(p).resolve() for p in args.params_file] if args.params_file else profile_files(args.profile)
-        cubes = read_cubes(files)
-        only = parse_roles(args.only, args.profile)
-    except BringupError as exc:
+        ready = prepare(args)
+    except (BringupError, ParamsError, SettingError) as exc:
         print(f'bringup: {exc}', file=sys.stderr)
         return 2
-    if args.duration is not None and not args.duration > 0:
-        print('bringup: --duration must be > 0', file=sys.stderr)
-        return 2
-    extra = list(args.ros_args or [])
-    nodes = plan(args.profile, cubes, only)
-    if args.dry_run:
-        for spec, ns in nodes:
-            print(' '.join(child_command(spec, ns, files, extra)))
-        return 0
-    print(f'bringup ({args.profile}, {"one process" if args.single else "one process per node"}): '
-          f'{len(nodes)} nodes for cubes {", ".join(cubes)}', flush=True)
-    runner = run_single if args.single else run_processes
-    return runner(nodes, files, extra, args.duration)
+    files, nodes = ready.files, ready.nodes
+    with tempfile.TemporaryDirectory(prefix='toio_nav_bringup_') as tmp:
+        if ready.routed:
+            overrides = Path(tmp) / 'overrides.yaml'
+            overrides.write_text(overrides_yaml(ready.routed, ready.taken))
+            files = files + [overrides]
+        if args.dry_run:
+            for spec, ns in nodes:
+                print(' '.join(child_command(spec, ns, files, ready.extra)))
+            if ready.routed:
+                print('\n'.join(f'# {line}' for line in overrides.read_text().splitlines()))
+            return 0
+        print(f'bringup ({args.profile}, {"one process" if args.single else "one process per node"}): '
+              f'{len(nodes)} nodes for cubes {", ".join(ready.cubes)}', flush=True)
+        for instance, values in ready.routed.items():
+            print(f'  -p for {instance.fqn}: ' + ', '.join(f'{k}={v!r}' for k, v in values.items()), flush=True)
+        runner = run_single if args.single else run_processes
+        return runner(nodes, files, ready.extra, args.duration)
 
 
 def main(args: list[str] | None = None) -> int:
-    """`ros2 run toio_navigator bringup [options]`: ROS arguments after --ros-args go to every node."""
+    """`ros2 run toio_navigator bringup [options]`: ROS arguments after --ros-args go to the nodes."""
     argv = list(sys.argv[1:] if args is None else args)
     parser = argparse.ArgumentParser(prog='bringup', description=__doc__.splitlines()[0])
     add_arguments(parser)
     try:
         return run(parser.parse_args(argv))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:       # Ctrl-C while reading the files, before the stop handlers are in place
         return 130
 
 

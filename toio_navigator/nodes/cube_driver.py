@@ -54,6 +54,8 @@ _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNE
                 LinkState.FAILED: LinkStatus.FAILED}
 
 ASSUMED_VERSION = firmware.ASSUMED_VERSION
+#: the last motor write of a driver that stops: both wheels 0 for the shortest duration (10 ms)
+STOP_NOW = p.MotorControlTimed(0, 0, 1).encode()
 
 
 # ------------------------------------------------------------------------------------------------ asyncio loop
@@ -476,24 +478,26 @@ class CubeDriverNode(Node):
 
     # -------------------------------------------------------------------------------------------- shutdown
     def close(self, timeout_s: float = 2.0) -> None:
-        """Stop the cube (zero speed, short duration) and disconnect. Safe to call twice."""
+        """Stop the cube and disconnect; safe to call twice. The stop (motor 0/0) is the motor writer's last write,
+        paced like any other (a cube ignores a write too soon after the previous one); nothing written after it.
+        Needs the ROS context still valid (the simulated link is DDS): run_node stops before shutting down."""
         if self._closing:
             return
         self._closing = True
         self._run_future.cancel()
 
-        async def shutdown() -> None:
+        async def shutdown() -> bool:
             t = self.transport
             if t is None:
-                return
-            if t.is_connected:
-                try:
-                    await t.write(p.Characteristic.MOTOR_CONTROL, p.MotorControlTimed(0, 0, 1).encode())
-                except TransportError:
-                    pass
+                return True
+            was_connected = t.is_connected
+            stopped = await self.motor.finish(STOP_NOW)
             await t.disconnect()
+            return stopped or not was_connected
         try:
-            asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(timeout_s)
+            if not asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(timeout_s):
+                self.get_logger().warning(f'{self.cube}: the stop did not reach the cube ({self.motor.last_error}); '
+                                          'it stops when its last command runs out')
         except Exception as exc:  # the process is going away; say why the cube may not have been stopped
             self.get_logger().warning(f'{self.cube}: clean disconnect failed: {exc!r}')
 

@@ -5,9 +5,10 @@ whose GATT face is the pair of topics ``<cube>/ble/tx`` (writes and read request
 ``<cube>/ble/rx`` (notifications and read answers, out), both ``toio_navigator/BleFrame``. A driver with
 transport ``sim`` talks to it exactly as it would to a real cube over bleak.
 
-The virtual cube counts as connected while a driver publishes on its tx topic (or as soon as a frame arrives):
-when that driver disappears the cube disconnects, forgets its settings and stops -- as a real cube does when the
-central goes away. Until then a dead driver's cube stops by the duration of its last motor command.
+The virtual cube counts as connected while a live driver publishes on its tx topic (or as soon as a frame
+arrives): when that driver disappears the cube disconnects, forgets its settings and stops -- as a real cube does
+when the central goes away. A driver that dies without a word (SIGKILL, a hang) is noticed when its DDS liveliness
+lease runs out (``LINK_LEASE_S``, 1 s); until then its cube stops by the duration of its last motor command.
 
 Out: ``mat_sim/ground_truth`` (geometry_msgs/PoseArray, metres, frame ``mat``, cubes in ``cubes`` order),
 ``mat_sim/contacts`` (toio_navigator/ContactEvent, reliable, depth 100: one message when a pair of cubes starts
@@ -28,6 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 from geometry_msgs.msg import Pose, PoseArray
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
@@ -97,7 +99,9 @@ class _CubePort:
     def __init__(self, node: 'MatSimNode', name: str, cube: VirtualCube) -> None:
         self.name, self.cube, self.node = name, cube, node
         self.rx = node.create_publisher(BleFrame, f'{name}/ble/rx', BLE_QOS)
-        self.tx = node.create_subscription(BleFrame, f'{name}/ble/tx', self._on_tx, BLE_QOS)
+        self.lease_lost = False         # the driver's DDS liveliness lease ran out: it died or hangs
+        self.tx = node.create_subscription(BleFrame, f'{name}/ble/tx', self._on_tx, BLE_QOS,
+                                           event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness))
         self.frames_in = 0
         self.rejected = 0
 
@@ -121,13 +125,29 @@ class _CubePort:
             publish(BleFrame(uuid=uuid, op=notify, data=data))
         return deliver
 
+    def _on_liveliness(self, info) -> None:
+        """A driver's writer became alive, left, or its lease ran out (it died or hangs): a lost driver is acted
+        on at once, not after its ~20 s discovery lease. (DDS reports no liveliness between nodes of one
+        process: there the graph alone decides.)"""
+        if info.alive_count > 0:
+            self.lease_lost = False
+            return
+        self.lease_lost = self.lease_lost or info.not_alive_count_change > 0
+        self._drop('its liveliness lease ran out' if info.not_alive_count_change > 0 else 'it left')
+
     def check_link(self) -> None:
-        """Connect when a driver appeared, disconnect (stop, forget settings) when it went away."""
-        present = self.tx.get_publisher_count() > 0
+        """Connect when a driver appeared, disconnect when it left the graph or lost its lease. A frame from a
+        driver connects too (:meth:`_on_tx`)."""
+        present = self.tx.get_publisher_count() > 0 and not self.lease_lost
         if present and not self.cube.connected:
             self.ensure_connected()
-        elif not present and self.cube.connected:
-            self.node.get_logger().info(f'{self.name}: driver went away; the cube disconnects and stops')
+        elif not present:
+            self._drop('its liveliness lease ran out' if self.lease_lost else 'it left')
+
+    def _drop(self, why: str) -> None:
+        """The driver went away: the cube disconnects (stops, forgets its settings), as a real one does."""
+        if self.cube.connected:
+            self.node.get_logger().info(f'{self.name}: driver went away ({why}); the cube disconnects and stops')
             self.cube.disconnect()
 
     def _on_tx(self, frame: BleFrame) -> None:
@@ -138,6 +158,7 @@ class _CubePort:
             self.rejected += 1
             self.node.get_logger().warning(f'{self.name}: frame for {exc}', throttle_duration_sec=5.0)
             return
+        self.lease_lost = False         # a frame: its writer is alive
         if not self.ensure_connected():
             return
         data = bytes(frame.data)

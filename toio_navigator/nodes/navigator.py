@@ -22,7 +22,6 @@ import os
 import sys
 import time
 
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
@@ -33,17 +32,11 @@ from toio_navigator.navigation.controller import (STOP, TOWARDS, NavigatorSettin
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.markers import navigator_markers
 from toio_navigator.nodes.parameters import NodeParameters
-from toio_navigator.nodes.spin import run_node
-from toio_navigator.settings.navigator import PARAMS, coerce_setting, navigator_config  # noqa: F401 (older imports)
+from toio_navigator.nodes.spin import make_executor, run_node
 from toio_navigator.nodes.tf_broadcast import TfBroadcaster
+from toio_navigator.settings.navigator import PARAMS, coerce_setting, navigator_config  # noqa: F401 (older imports)
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
-
-try:    # rclpy's EventsExecutor is experimental in Jazzy and may be missing from other builds
-    from rclpy.experimental import EventsExecutor
-except ImportError:
-    EventsExecutor = None
-
 
 class NavigatorNode(Node):
     """The navigator (rclpy must be initialised). Raises ValueError naming the parameter for bad parameters."""
@@ -65,6 +58,8 @@ class NavigatorNode(Node):
         self.ticks = 0
         self.last_tick = -math.inf
         self.fresh = set()
+        self.was_live: set[str] = set()     # cubes that have been live (only they can go stale)
+        self.stale: set[str] = set()        # ... and are stale now (reported once)
         self.cmd_pubs, self.result_pubs = {}, {}
         for cube in settings.cubes:
             self.create_subscription(CubeState, f'{cube}/state', lambda m, c=cube: self._on_state(c, m),
@@ -153,12 +148,14 @@ class NavigatorNode(Node):
         now = self.get_clock().now()
         stamp = now.to_msg()
         s = self.controller.settings
-        decisions = self.controller.step(stamp_seconds(now.nanoseconds))
+        now_s = stamp_seconds(now.nanoseconds)
+        decisions = self.controller.step(now_s)
         for cmd in decisions:          # wheel commands first: they are what the latency budget is about
             if cmd.motor is not None:
                 m = MotorCommand(left=cmd.motor[0], right=cmd.motor[1], duration_ms=cmd.motor[2])
                 m.header.stamp = stamp     # the driver runs it until stamp + duration at the latest
                 self.cmd_pubs[cmd.cube].publish(m)
+        self._report_liveness(decisions, now_s)
         for cmd in decisions:
             r = NavResult(cube=cmd.cube, goal_id=cmd.goal_id, active=cmd.active, waypoint_x=cmd.waypoint[0],
                           waypoint_y=cmd.waypoint[1], speed_limit=cmd.speed_limit,
@@ -185,18 +182,37 @@ class NavigatorNode(Node):
             self.marker_pub.publish(navigator_markers(self.controller, stamp))
 
 
-def _executor():
-    """rclpy's EventsExecutor where it exists (Jazzy: rclpy.experimental): its dispatch is much cheaper than the
-    SingleThreadedExecutor's wait-set rebuild, which dominates the state -> command path at 10 cubes.
-    TOIO_NAV_EXECUTOR=single selects the SingleThreadedExecutor."""
-    if EventsExecutor is not None and os.environ.get('TOIO_NAV_EXECUTOR', 'events') != 'single':
-        return EventsExecutor()
-    return SingleThreadedExecutor()
+    def _report_liveness(self, decisions, now_s: float) -> None:
+        """Say once when a cube goes stale (its driver died or hangs, or reports the link down) and once when it
+        comes back; a cube that was never live says nothing."""
+        c = self.controller
+        for cmd in decisions:
+            if not cmd.stale:
+                if cmd.cube in self.stale:
+                    self.stale.discard(cmd.cube)
+                    self.get_logger().info(f'{cmd.cube} is back: its states arrive again')
+                self.was_live.add(cmd.cube)
+            elif cmd.cube in self.was_live and cmd.cube not in self.stale:
+                self.stale.add(cmd.cube)
+                age = now_s - stamp_seconds(cmd.state_stamp_ns)
+                why = ('its driver reports the link down' if not c.link_ok[c.index[cmd.cube]] else
+                       f'no state for {age:.1f} s (stale_timeout_s {c.settings.stale_timeout_s:g})')
+                self.get_logger().warning(f'{cmd.cube} went stale: {why}; it is stopped and kept as an obstacle')
+
+    # ---- shutdown
+    def destroy_node(self) -> None:
+        """Stop ticking and tell every cube to stop before the node goes: a navigator that quits leaves no
+        cube running out its last command."""
+        self.timer.cancel()
+        stop_ms = int(self.controller.settings.stop_duration_ms)
+        for publisher in self.cmd_pubs.values():
+            publisher.publish(MotorCommand(left=0, right=0, duration_ms=stop_ms))
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:
     """`ros2 run toio_navigator navigator [--ros-args ...]`. Exit 2 on bad parameters."""
-    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=_executor)
+    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=make_executor)
 
 
 if __name__ == '__main__':

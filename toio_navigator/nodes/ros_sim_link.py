@@ -8,8 +8,9 @@
 
 So the driver above it runs the same code as on a real cube (same writes, reconnects, settings replay); only the
 air is DDS. "Connected" means the mat_sim process hosts this cube: the tx topic has a matched subscriber and the
-rx topic a matched publisher. When either disappears (mat_sim died or dropped the cube) the link is lost and the
-base class reconnects with backoff, exactly as after a BLE disconnect.
+rx topic a matched publisher whose DDS liveliness lease holds. When either disappears (mat_sim dropped the cube,
+stopped, or died: its lease runs out within ``LINK_LEASE_S``) the link is lost and the base class reconnects with
+backoff, exactly as after a BLE disconnect.
 
 Threads: the transport's coroutines run on the driver's asyncio loop; the rx subscription fires on the ROS
 executor thread. Notifications are delivered straight from the executor thread (one hop less on the pose ->
@@ -21,12 +22,17 @@ import asyncio
 import threading
 from typing import Callable
 
+from rclpy.duration import Duration
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 
 from toio_navigator.cube.protocol import Characteristic
 from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import BleFrame
 from toio_navigator.nodes.qos import BLE_QOS
+
+#: how long a disconnect waits for mat_sim to acknowledge the frames written before it
+FLUSH_TIMEOUT_S = 0.5
 
 
 class RosSimLink(Transport):
@@ -42,8 +48,10 @@ class RosSimLink(Transport):
         self._first_frame_wait_s = first_frame_wait_s
         self._heard = False                     # any frame from mat_sim arrived (the rx path works both ways)
         self._tx = node.create_publisher(BleFrame, f'{topic_prefix}/tx', BLE_QOS)
+        self._peer_lost = False                 # mat_sim's DDS liveliness lease ran out: it died or hangs
         self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
-                                            callback_group=callback_group)
+                                            callback_group=callback_group,
+                                            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness))
         self._deliver: dict[str, Callable[[bytes], None]] = {}
         self._open_flag = False
         self._reads: dict[int, asyncio.Future] = {}
@@ -54,8 +62,16 @@ class RosSimLink(Transport):
         self.frames_received = 0
 
     def peer_present(self) -> bool:
-        """mat_sim hosts this cube: it subscribes to our tx and publishes our rx."""
-        return self._tx.get_subscription_count() > 0 and self._rx.get_publisher_count() > 0
+        """mat_sim hosts this cube: it subscribes to our tx and publishes our rx, and its liveliness lease holds
+        (a killed mat_sim stays in the DDS graph for its ~20 s discovery lease, its lease runs out in 1 s)."""
+        return self._tx.get_subscription_count() > 0 and self._rx.get_publisher_count() > 0 and not self._peer_lost
+
+    def _on_liveliness(self, info) -> None:
+        """mat_sim's rx writer became alive or lost its lease (DDS reports no liveliness within one process)."""
+        if info.alive_count > 0:
+            self._peer_lost = False
+        elif info.not_alive_count_change > 0:
+            self._peer_lost = True
 
     # ------------------------------------------------------------------ Transport primitives
     async def _open(self) -> None:
@@ -71,6 +87,10 @@ class RosSimLink(Transport):
         self._watch_task = self._loop.create_task(self._watch())
 
     async def _close(self) -> None:
+        if self._open_flag and self.peer_present():
+            # a disconnect on purpose: let mat_sim acknowledge the last frames (the driver's stop) before the
+            # process may go, as a BLE write with response does; not when mat_sim is gone (nobody would answer)
+            self._tx.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
         self._open_flag = False
         task, self._watch_task = self._watch_task, None
         if task is not None and task is not asyncio.current_task():
@@ -108,6 +128,7 @@ class RosSimLink(Transport):
     def _on_rx(self, frame: BleFrame) -> None:
         """Executor thread: a notification or a read answer from the virtual cube."""
         self._heard = True
+        self._peer_lost = False                 # a frame: mat_sim is alive
         if not self._open_flag:
             return                              # like a BLE stack: nothing arrives on a closed link
         self.frames_received += 1

@@ -1,0 +1,69 @@
+"""A lost node is noticed quickly and said: a cube driver killed without a word (SIGKILL) is noticed by mat_sim
+(its DDS liveliness lease runs out) and by the navigator (its states stop) within 2 s, each saying so once; the
+navigator says once that the cube is back when a new driver takes over.
+
+The 2 s are read from the nodes' own log stamps (when each noticed), against the wall-clock time of the kill, so a
+busy machine that prints late does not count against them. Before the lease, mat_sim noticed after ~18 s (the
+DDS discovery lease) and the navigator said nothing.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+pytest.importorskip('rclpy')
+pytest.importorskip('toio_navigator.msg')
+
+from lifecycle_probe import Probe, write_cubes  # noqa: E402
+
+from toio_navigator.nodes import bringup  # noqa: E402
+
+POSES = [(150.0, 250.0, 0.0), (350.0, 250.0, 3.1416)]
+NAMES = ['cube1', 'cube2']
+NOTICE_S = 2.0
+
+
+def noticed_at(log: str, text: str) -> list[float]:
+    """The ROS log stamps (wall-clock seconds) of the lines containing ``text``."""
+    return [float(m.group(1)) for line in log.splitlines() if text in line
+            for m in [re.search(r'\] \[(\d+\.\d+)\] \[', line)] if m]
+
+
+def test_a_killed_driver_is_noticed_within_2_s_and_its_return_is_said_once(tmp_path, child_env, ros_domain,
+                                                                           monkeypatch):
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
+    files = write_cubes(tmp_path / 'cubes.yaml', POSES)
+    logs = tmp_path / 'logs'
+    children = bringup.Children()
+    children.start(bringup.plan('sim', NAMES), files, env=child_env, log_dir=logs)
+    probe = Probe(NAMES)
+
+    def log(name: str) -> str:
+        return (logs / f'{name}.log').read_text()
+    try:
+        probe.spin_until(probe.ready, 60.0, 'the drivers and the navigator', logs)
+        # the navigator has seen cube2 live (it only reports cubes that were)
+        probe.spin_for(0.5)
+        killed_at = time.time()
+        children.process('/cube2/cube_driver').kill()
+        probe.spin_until(lambda: 'cube2: driver went away' in log('mat_sim') and 'cube2 went stale' in log('navigator'),
+                         30.0, 'mat_sim and the navigator to notice', logs)
+        sim_noticed = noticed_at(log('mat_sim'), 'cube2: driver went away (its liveliness lease ran out)')
+        nav_noticed = noticed_at(log('navigator'), 'cube2 went stale: no state for')
+        assert len(sim_noticed) == 1 and sim_noticed[0] - killed_at < NOTICE_S, log('mat_sim')
+        assert len(nav_noticed) == 1 and nav_noticed[0] - killed_at < NOTICE_S, log('navigator')
+        # a new driver for cube2: the cube connects again and the navigator says it is back, once
+        children.start([(s, ns) for s, ns in bringup.plan('sim', NAMES) if ns == '/cube2'], files, env=child_env,
+                       log_dir=logs / 'again')
+        probe.states.pop('cube2', None)
+        probe.spin_until(probe.ready, 60.0, 'cube2 connected again', logs)
+        probe.spin_until(lambda: 'cube2 is back' in log('navigator'), 10.0, 'the navigator to see cube2 back', logs)
+        probe.spin_for(1.0)
+        navigator = log('navigator')
+        assert navigator.count('cube2 went stale') == 1 and navigator.count('cube2 is back') == 1, navigator
+        assert 'cube1 went stale' not in navigator
+    finally:
+        probe.close()
+        children.stop()

@@ -1,0 +1,121 @@
+"""How our processes stop: a signal only asks for an orderly stop, and a child never outlives its supervisor.
+
+Plain Python (no ROS), used by every node's ``main()``, ``toio-nav bringup``, ``toio-nav demo`` and ``toio-nav
+record``.
+
+* :class:`StopRequest`: SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped SSH session) set a flag that
+  the main loop polls. Nothing is raised inside a callback, and the ROS context stays valid until the loop has
+  stopped the timers, told the cubes to stop and destroyed the node: rclpy's own handlers shut the context down
+  at once, while callbacks still run (``publisher's context is invalid`` on the way out).
+* :func:`supervised_env` / :func:`die_with_parent`: a supervisor puts its pid into the environment of each
+  child; the child asks the kernel for SIGTERM when that parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``; a
+  watcher thread elsewhere), so a SIGKILLed bringup leaves no node driving the cubes. The signal is the same
+  SIGTERM as an ordinary stop, so the child still stops its cube before it exits.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+import time
+
+#: exit status of a node that refused to start (bad parameters, ROS cannot start): a supervisor stops the rest
+REFUSED = 2
+#: the signals that ask a process of ours to stop
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: environment variable: the pid of the supervisor whose death must stop this process
+PARENT_ENV = 'TOIO_NAV_SUPERVISOR_PID'
+_PR_SET_PDEATHSIG = 1           # <linux/prctl.h>
+
+
+class StopRequest:
+    """The first stop signal is remembered (``signal``, ``at``); the process stops at its own pace.
+
+    ``bool(stop)`` is True once a stop was asked for (by a signal or by :meth:`set`). Repeated signals change
+    nothing: a process that is finalising a bag or stopping its cubes must not be cut short by an impatient
+    second Ctrl-C (its supervisor kills it if it takes too long)."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.at = 0.0
+        self._event = threading.Event()
+        self._previous: dict = {}
+
+    def _handle(self, signum, _frame) -> None:
+        if self.signal is None:
+            self.signal, self.at = signum, time.monotonic()
+        self._event.set()
+
+    def set(self) -> None:
+        """Ask for a stop without a signal (e.g. a --duration that ran out)."""
+        if not self._event.is_set():
+            self.at = time.monotonic()
+        self._event.set()
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep until a stop is asked for or ``timeout`` seconds pass; True if a stop was asked for."""
+        return self._event.wait(timeout)
+
+    @property
+    def name(self) -> str:
+        """'SIGTERM', ... ('' when no signal asked for the stop)."""
+        return signal.Signals(self.signal).name if self.signal is not None else ''
+
+    def install(self) -> 'StopRequest':
+        """Take over the stop signals (main thread only); returns self."""
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def supervised_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) for a child that must die with this process (see die_with_parent).
+
+    The kernel ties the parent-death signal to the *thread* that started the child: start children from the
+    main thread (bringup and demo do)."""
+    out = dict(os.environ if env is None else env)
+    out[PARENT_ENV] = str(os.getpid())
+    return out
+
+
+def die_with_parent() -> None:
+    """If a supervisor started this process (:data:`PARENT_ENV`), get SIGTERM when it dies.
+
+    Checked again right after asking, in case the supervisor died before: then SIGTERM comes at once. The
+    variable is removed, so a process this one starts is not tied to our supervisor by mistake."""
+    wanted = os.environ.pop(PARENT_ENV, '')
+    if not wanted.isdigit():
+        return
+    parent = int(wanted)
+    if not _ask_kernel():
+        threading.Thread(target=_watch_parent, args=(parent,), name='parent_watch', daemon=True).start()
+    if os.getppid() != parent:          # the supervisor is already gone (we were reparented)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _ask_kernel() -> bool:
+    """prctl(PR_SET_PDEATHSIG, SIGTERM); False where there is no such call (not Linux)."""
+    if not sys.platform.startswith('linux'):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int, period_s: float = 0.2) -> None:
+    while os.getppid() == parent:
+        time.sleep(period_s)
+    os.kill(os.getpid(), signal.SIGTERM)
