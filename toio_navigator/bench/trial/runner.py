@@ -28,6 +28,7 @@ from toio_navigator.bench.trial.link import (ARRIVE, NOTIFY, STATE, TICK, TIMER,
 from toio_navigator.bench.trial.profiles import TimingProfile, streams
 from toio_navigator.cube import protocol as pr
 from toio_navigator.navigation.controller import LINK_CONNECTED, TOWARDS, SwarmController
+from toio_navigator.settings.driver import PARAMS as DRIVER_PARAMS
 from toio_navigator.sim.mats import Mat
 from toio_navigator.sim.virtual_cube import VirtualCubes
 from toio_navigator.sim.world import World, WorldParams
@@ -269,8 +270,7 @@ class ClosedLoop:
 def _driver_min_interval() -> float:
     """The cube driver's default gap between two motor writes (its coalescing writer), seconds."""
     # the driver's parameter table is plain Python (no rclpy); its default is what a bringup runs with
-    from toio_navigator.nodes.driver_config import PARAMETERS
-    return float(PARAMETERS['min_motor_interval_ms'][0]) / 1000.0
+    return float(DRIVER_PARAMS['min_motor_interval_ms'].default) / 1000.0
 
 
 def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, overrides: dict | None = None,
