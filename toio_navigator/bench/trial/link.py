@@ -53,6 +53,7 @@ class LinkCounters:
     writes: int = 0              # writes the driver sent
     writes_lost: int = 0         # lost on the radio
     writes_dropped: int = 0      # arrived but ignored by the cube (45 ms rule)
+    writes_expired: int = 0      # not sent: the command's stamp + duration passed while it waited
     notifications: int = 0       # position notifications the cubes sent
     notifications_lost: int = 0
 
@@ -72,7 +73,7 @@ class MotorLink:
         self.latency, self.loss = latency, loss
         self.latency_rng, self.loss_rng = latency_rng, loss_rng
         self.set_arrival = set_arrival
-        self.pending: list[bytes | None] = [None] * n
+        self.pending: list[tuple[int, int, int, float] | None] = [None] * n   # left, right, duration ms, end
         self.draining = np.zeros(n, dtype=bool)
         self.last_write = np.full(n, -math.inf)
         self.last_arrival = np.full(n, -math.inf)
@@ -84,16 +85,23 @@ class MotorLink:
         c.commands += 1
         if self.pending[cube] is not None:
             c.coalesced += 1
-        self.pending[cube] = pr.MotorControlTimed(left, right, max(1, min(255, duration_ms // 10))).encode()
+        # stamped with the tick that sent it, as the node does: the driver runs it until now + duration at most
+        self.pending[cube] = (left, right, duration_ms, now + duration_ms / 1000.0)
         if not self.draining[cube]:
             self.draining[cube] = True
             self.events.push(max(now, self.last_write[cube] + self.min_interval_s), WRITE, cube)
 
     def on_write(self, cube: int, now: float) -> None:
-        data, self.pending[cube] = self.pending[cube], None
+        (left, right, duration_ms, ends), self.pending[cube] = self.pending[cube], None
         self.draining[cube] = False
-        self.last_write[cube] = now
         c = self.counters
+        # the driver's expire_by_stamp: a command that waited for the 45 ms gap runs only for what is left of it
+        left_10ms = min(duration_ms, int((ends - now) * 1000.0)) // 10
+        if left_10ms < 1:
+            c.writes_expired += 1
+            return
+        data = pr.MotorControlTimed(left, right, min(255, left_10ms)).encode()
+        self.last_write[cube] = now
         c.writes += 1
         # draw both every time, so the loss pattern does not depend on the latencies and vice versa
         lost = self.loss_rng.random() < self.loss
