@@ -44,6 +44,10 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
         for name in ('/cube1/state', '/cube1/motor_cmd', '/cube2/nav_result', '/mat_sim/ground_truth',
                      '/cube3/goal'):
             assert name in topics, sorted(topics)
+        # hidden topics (an action's feedback and status) are left out, as `ros2 bag record -a` does, and so the
+        # summary lists nothing the recorder had to skip
+        assert not [t for t in topics if '/_' in t], sorted(topics)
+        assert 'recorder:' not in run.stdout, run.stdout[-2000:]
         results = [reader.deserialize(raw, c.msgtype) for c, _t, raw in
                    reader.messages(connections=[topics['/cube2/nav_result']])]
     assert results and results[-1].cube == 'cube2' and results[-1].reached and results[-1].goal_id == 101

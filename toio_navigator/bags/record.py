@@ -175,16 +175,19 @@ class BagWriter:
 class TopicRecorder:
     """Record live topics of a ROS graph into a :class:`BagWriter` through an rclpy ``node``.
 
-    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer); otherwise only
-    those names. Topics whose type the typestore does not know are skipped and listed in ``skipped``.
+    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer) except hidden
+    ones (a name part starting with ``_``, such as an action's feedback and status topics), as ``ros2 bag record
+    -a`` does, unless ``include_hidden``; otherwise only those names. Topics whose type the typestore does not
+    know are skipped and listed in ``skipped``.
     """
 
     def __init__(self, node, writer: BagWriter, topics: Iterable[str] | None = None,
-                 exclude: Iterable[str] = ()) -> None:
+                 exclude: Iterable[str] = (), include_hidden: bool = False) -> None:
         self.node = node
         self.writer = writer
         self.only = None if topics is None else {self._absolute(t) for t in topics}
         self.exclude = {self._absolute(t) for t in exclude}
+        self.include_hidden = include_hidden
         self.skipped: dict[str, str] = {}
         self._subs: dict[str, object] = {}
 
@@ -203,6 +206,8 @@ class TopicRecorder:
             if name in self._subs or name in self.skipped or name in self.exclude:
                 continue
             if self.only is not None and name not in self.only:
+                continue
+            if self.only is None and not self.include_hidden and any(p.startswith('_') for p in name.split('/')):
                 continue
             msgtype = types[0]
             if not self.writer.knows(msgtype):

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='bag directory to create (default bags/run_<UTC time>)')
     parser.add_argument('-s', '--storage', choices=STORAGES, default='mcap', help='storage plugin (default mcap)')
     parser.add_argument('--exclude', action='append', default=[], metavar='TOPIC', help='do not record TOPIC')
+    parser.add_argument('--include-hidden-topics', action='store_true',
+                        help='with no TOPIC given, also record hidden topics (a name part starting with "_", such '
+                             'as action feedback and status)')
     parser.add_argument('-d', '--duration', type=float, default=None,
                         help='stop after this many seconds (default: until Ctrl-C)')
     parser.add_argument('--navigator', default=NAVIGATOR_NODE,
@@ -123,7 +126,8 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
         node = Node('toio_nav_record', context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude)
+        recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude,
+                                 include_hidden=args.include_hidden_topics)
         recorder.discover()
         node.create_timer(0.5, recorder.discover)
         grabber = ParameterGrabber(node, writer, args.navigator) if args.navigator else None
