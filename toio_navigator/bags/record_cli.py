@@ -23,6 +23,7 @@ from toio_navigator.lifecycle import StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
+DRAIN_S = 0.5         # longest time spent writing what had arrived before the stop
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +106,18 @@ def run(args: argparse.Namespace) -> int:
         stop.restore()
 
 
+def _drain(executor, writer: BagWriter, context) -> None:
+    """Write what DDS has already delivered when the stop came: a message published just before the signal
+    (the last result a demo waited for) is in the bag even when this process was a tick behind. Ends as soon as
+    nothing is waiting, and after DRAIN_S at the latest (publishers that go on are not followed)."""
+    until = time.monotonic() + DRAIN_S
+    idle = 0
+    while idle < 3 and context.ok() and time.monotonic() < until:
+        before = sum(writer.counts.values())
+        executor.spin_once(timeout_sec=0.0)
+        idle = idle + 1 if sum(writer.counts.values()) == before else 0
+
+
 def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -143,6 +156,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             if time.monotonic() - flushed >= FLUSH_PERIOD_S:
                 writer.flush()
                 flushed = time.monotonic()
+        _drain(executor, writer, context)
     except ExternalShutdownException:
         pass
     finally:

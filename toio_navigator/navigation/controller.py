@@ -349,6 +349,9 @@ class SwarmController:
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(theta)):
             return False                               # a garbage reading never enters the arrays
         self.pose[i] = (x, y, theta)
+        # a cube believed silent that reports again (still stale: e.g. its link is not up yet) is believed where it
+        # says it is, not where an older reading put it: that belief would depend on states before a recording
+        self.frozen_valid[i] = False
         x0, y0, x1, y1 = self.settings.mat_rect
         self.on_mat[i] = bool(on_mat) and x0 <= x <= x1 and y0 <= y <= y1
         self.link_ok[i] = link_state == LINK_CONNECTED
