@@ -149,6 +149,9 @@ class _CubePort:
         if self.cube.connected:
             self.node.get_logger().info(f'{self.name}: driver went away ({why}); the cube disconnects and stops')
             self.cube.disconnect()
+            # a driver that only looked gone (its lease ran out on a starved host) learns that the link dropped,
+            # as from a BLE disconnect event, and reconnects: the cube forgot its settings
+            self.rx.publish(BleFrame(op=BleFrame.DISCONNECTED))
 
     def _on_tx(self, frame: BleFrame) -> None:
         self.frames_in += 1
