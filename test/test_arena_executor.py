@@ -10,8 +10,16 @@ import numpy as np
 import pytest
 
 from toio_navigator.arena import executor as ex
-from toio_navigator.arena.executor import (ArenaExecutor, GoalRequest, LogLine, Mode, PathReport, Report, StopCube,
-                                           TurnRequest)
+from toio_navigator.arena.executor import (
+    ArenaExecutor,
+    GoalRequest,
+    LogLine,
+    Mode,
+    PathReport,
+    Report,
+    StopCube,
+    TurnRequest,
+)
 from toio_navigator.arena.fastest_path import actions_to_commands, fastest_path
 from toio_navigator.arena.geometry import Pose
 from toio_navigator.arena.layout import load_layout

@@ -10,7 +10,15 @@ import pytest
 
 from toio_navigator import cli
 from toio_navigator.arena.explorer import (
-    FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig, ProtocolError)
+    FORWARD,
+    LEFT,
+    PHOTO,
+    RIGHT,
+    SENSE,
+    ArenaExplorer,
+    ExplorerConfig,
+    ProtocolError,
+)
 from toio_navigator.arena.geometry import SIX_SENSORS, Pose, footprint
 from toio_navigator.arena.grid import ArenaBelief, ScoreRules
 from toio_navigator.arena.layout import ArenaLayout, ImageCard, grid_to_rows, load_layout

@@ -16,8 +16,14 @@ import pytest
 
 from toio_navigator.bags import replay_cli
 from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
-from toio_navigator.bags.replay import (PARAMETERS_KEY, ReplayError, bag_custom_data, read_recording, replay_bag,
-                                        service_goals)
+from toio_navigator.bags.replay import (
+    PARAMETERS_KEY,
+    ReplayError,
+    bag_custom_data,
+    read_recording,
+    replay_bag,
+    service_goals,
+)
 from toio_navigator.bags.testing import assert_replays, bags_in
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 

@@ -11,8 +11,13 @@ import sys
 import pytest
 
 from toio_navigator.nodes import bringup
-from toio_navigator.settings.bringup_params import (Instance, ParamsError, check_param_file, overrides_yaml,
-                                                    route_overrides)
+from toio_navigator.settings.bringup_params import (
+    Instance,
+    ParamsError,
+    check_param_file,
+    overrides_yaml,
+    route_overrides,
+)
 
 SIM = [Instance('mat_sim')] + [Instance('cube_driver', f'/cube{i}') for i in (1, 2)] + [Instance('navigator')]
 

@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import next_domain_id, ros_env  # noqa: E402
 from goal_probe import cube_state, start_navigator  # noqa: E402
-
 from toio_navigator import units  # noqa: E402
 
 NavigateToPose = action.NavigateToPose

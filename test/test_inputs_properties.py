@@ -14,10 +14,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_bags import write_closed_loop_bag
 from toio_navigator import cli
 from toio_navigator.bags.replay import ReplayError, navigator_config, stored_parameters
-
-from test_bags import write_closed_loop_bag
 
 REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'

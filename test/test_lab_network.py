@@ -37,7 +37,6 @@ import yaml
 
 from conftest import next_domain_id
 from lab_network import LabNetwork, unavailable_reason
-
 from toio_navigator.bags.replay import replay_bag
 from toio_navigator.demo_cli import RECORDER_NODE, recorded_topics, swap_goals
 from toio_navigator.nodes import bringup

@@ -22,9 +22,9 @@ def load(name: str):
 
 @pytest.mark.parametrize('name, profile', [('sim_bringup.launch.py', 'sim'), ('real_bringup.launch.py', 'real')])
 def test_launch_file_starts_the_bringup_nodes(name, profile):
-    from launch import LaunchContext
     from launch.actions import OpaqueFunction
 
+    from launch import LaunchContext
     from toio_navigator.nodes.bringup import plan, profile_files, read_cubes
 
     description = load(name)

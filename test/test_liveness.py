@@ -17,7 +17,6 @@ pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
 from lifecycle_probe import Probe, write_cubes  # noqa: E402
-
 from toio_navigator.nodes import bringup  # noqa: E402
 
 POSES = [(150.0, 250.0, 0.0), (350.0, 250.0, 3.1416)]

@@ -8,8 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.controller import (NavigatorSettings, SwarmController, drive_wheels, stamp_seconds,
-                                                  saturate_keep_rotation)
+from toio_navigator.navigation.controller import (
+    NavigatorSettings,
+    SwarmController,
+    drive_wheels,
+    saturate_keep_rotation,
+    stamp_seconds,
+)
 from toio_navigator.navigation.cube_handle import CubeHandle
 from toio_navigator.navigation.handle_batch import wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, Fixes, NavigatorParams

@@ -10,7 +10,8 @@ from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
 from toio_navigator.navigation.navigator import Relation
 from toio_navigator.navigation.params import Fixes, NavigatorParams
 from toio_navigator.navigation.planner import SwarmState
-from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K, WHEEL_TRACK_UNITS as W
+from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
+from toio_navigator.units import WHEEL_TRACK_UNITS as W
 
 
 class ToyCube:

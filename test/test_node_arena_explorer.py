@@ -19,10 +19,19 @@ from toio_navigator.arena.geometry import Pose  # noqa: E402
 from toio_navigator.arena.layout import load_layout  # noqa: E402
 from toio_navigator.arena.simulation import run_exploration  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
-from toio_navigator.nodes.arena_explorer import (  # noqa: E402
-    PARAMS, ArenaExplorerNode, ArenaNodeError, arena_state, parse_waypoint, settings_from_values)
+from toio_navigator.nodes.arena_explorer import ArenaExplorerNode, arena_state  # noqa: E402
 from toio_navigator.nodes.conversions import (  # noqa: E402
-    grid_from_occupancy, occupancy_grid, poses_from_path, route_path)
+    grid_from_occupancy,
+    occupancy_grid,
+    poses_from_path,
+    route_path,
+)
+from toio_navigator.settings.arena_explorer import (  # noqa: E402
+    PARAMS,
+    ArenaNodeError,
+    parse_waypoint,
+    settings_from_values,
+)
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'

@@ -13,11 +13,12 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.nodes.mat_sim import MatSimError, MatSimNode  # noqa: E402
+from toio_navigator.nodes.mat_sim import MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
+from toio_navigator.settings.mat_sim import MatSimError  # noqa: E402
 
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 

@@ -20,11 +20,11 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
 from toio_navigator.nodes.mat_sim import MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
 
 MOTOR = Characteristic.MOTOR_CONTROL.value
 

@@ -14,8 +14,20 @@ from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
 from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir
 from toio_navigator.settings.navigator import reference_parameters
-from toio_navigator.settings.spec import (BOOL, FLOAT, FLOATS, INT, INTS, NAME, STR, STRINGS, Param, ParamSet,
-                                          SettingError, name_problem)
+from toio_navigator.settings.spec import (
+    BOOL,
+    FLOAT,
+    FLOATS,
+    INT,
+    INTS,
+    NAME,
+    STR,
+    STRINGS,
+    Param,
+    ParamSet,
+    SettingError,
+    name_problem,
+)
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCubes
 from toio_navigator.sim.world import World
 

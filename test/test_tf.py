@@ -17,7 +17,6 @@ pytest.importorskip('toio_navigator.msg')
 tf2_msgs = pytest.importorskip('tf2_msgs.msg')
 
 from goal_probe import cube_state, start_navigator, start_nodes, write_params  # noqa: E402
-
 from toio_navigator import units  # noqa: E402
 from toio_navigator.nodes import bringup  # noqa: E402
 

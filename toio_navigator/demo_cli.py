@@ -25,7 +25,6 @@ import numpy as np
 from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
-
 # ------------------------------------------------------------------------------------------------ pure parts
 
 def swap_goals(starts: np.ndarray, mat_rect) -> np.ndarray:

@@ -26,8 +26,12 @@ from toio_navigator.bags.repair import diagnose
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
-from toio_navigator.settings.navigator import (SETTING_PARAMETERS, apply_reference_parameter, coerce_setting,
-                                               reference_parameters)
+from toio_navigator.settings.navigator import (
+    SETTING_PARAMETERS,
+    apply_reference_parameter,
+    coerce_setting,
+    reference_parameters,
+)
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',

@@ -10,8 +10,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from toio_navigator.bags.replay import (FLOAT_FIELDS, Divergence, ReplayError, ReplayReport, parse_override,
-                                        read_recording, replay_bag, service_goals)
+from toio_navigator.bags.replay import (
+    FLOAT_FIELDS,
+    Divergence,
+    ReplayError,
+    ReplayReport,
+    parse_override,
+    read_recording,
+    replay_bag,
+    service_goals,
+)
 
 #: live mode: the navigator sees the states at slightly different times than in the recording, so its outputs
 #: can only match within a margin (mat units for waypoints, motor units for speeds and wheels)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .angles import wrap, wrap_deg, deg2rad
+from .angles import deg2rad, wrap, wrap_deg
 from .params import CubeHandleParams
 
 _F32_DT = float(np.float32(0.05))     # the border simulation's step is a C# float

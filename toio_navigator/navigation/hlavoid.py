@@ -21,7 +21,7 @@ import numpy as np
 from .angles import ang, wrap
 from .batch import EgoBatch, PairBatch, segment_any, segment_min
 from .entities import line_coeffs
-from .params import HLAvoidParams, Fixes
+from .params import Fixes, HLAvoidParams
 
 _HALF_PI = math.pi / 2
 _DOUBLE_MAX = np.finfo(float).max

@@ -93,7 +93,8 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
 
 def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeout, env, say) -> int:
     import rclpy
-    from nav_msgs.msg import OccupancyGrid, Path as PathMsg
+    from nav_msgs.msg import OccupancyGrid
+    from nav_msgs.msg import Path as PathMsg
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from std_srvs.srv import Trigger

@@ -33,8 +33,15 @@ from typing import NamedTuple
 
 from toio_navigator.lifecycle import REFUSED, StopRequest
 from toio_navigator.nodes.supervisor import Children, child_command, exit_text, ros_args
-from toio_navigator.settings.bringup_params import (NODE_PARAMS, Instance, ParamsError, check_param_file,
-                                                    overrides_yaml, route_overrides, split_override)
+from toio_navigator.settings.bringup_params import (
+    NODE_PARAMS,
+    Instance,
+    ParamsError,
+    check_param_file,
+    overrides_yaml,
+    route_overrides,
+    split_override,
+)
 from toio_navigator.settings.spec import SettingError
 
 PACKAGE = 'toio_navigator'
@@ -149,11 +156,12 @@ def launch_description(profile: str):
     Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with the profile's
     :func:`rviz_file`), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for the
     ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.conditions import IfCondition
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+
+    from launch import LaunchDescription
 
     def nodes(context):
         files = [str(p) for p in profile_files(profile)]

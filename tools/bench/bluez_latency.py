@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from pose_to_motor_latency import report     # the same median / p90 line (tools/bench is on sys.path when run)
+from pose_to_motor_latency import report  # the same median / p90 line (tools/bench is on sys.path when run)
 
 ROUND_S = 0.2
 DRIVER = {'id_notify_interval_ms': 200, 'id_notify_condition': 'always', 'min_motor_interval_ms': 0,

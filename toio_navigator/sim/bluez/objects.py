@@ -11,7 +11,7 @@ from dbus_fast import DBusError
 from dbus_fast.service import PropertyAccess, ServiceInterface, dbus_method, dbus_property
 
 from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Property
-from toio_navigator.cube.protocol import Characteristic as Char   # GattDescriptor1 has a property named Characteristic
+from toio_navigator.cube.protocol import Characteristic as Char  # GattDescriptor1 has a property named Characteristic
 
 ERROR = 'org.bluez.Error.'
 #: Client Characteristic Configuration: the descriptor a central writes to enable notifications
