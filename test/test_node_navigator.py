@@ -102,7 +102,8 @@ def test_one_cube_reaches_its_goal_and_then_holds_with_stop_commands():
 
 def test_eight_cubes_swap_through_the_centre_without_contact():
     clock = Clock()
-    homes = [(x, 70, math.pi / 2) for x in (100, 200, 300, 400)] + [(x, 430, -math.pi / 2) for x in (100, 200, 300, 400)]
+    columns = (100, 200, 300, 400)
+    homes = [(x, 70, math.pi / 2) for x in columns] + [(x, 430, -math.pi / 2) for x in columns]
     names = [f'cube{i + 1}' for i in range(8)]
     ctrl = controller(names, clock)
     cubes = Unicycles(homes)

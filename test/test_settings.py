@@ -193,9 +193,9 @@ def test_arena_explorer_parameters(case):
                                     arena_explorer.PARAMS], ids=['navigator', 'driver', 'mat_sim', 'virtual_ir',
                                                                  'arena_explorer'])
 def test_every_parameter_is_described_and_its_default_keeps_its_rule(params):
-    for p in params:
-        assert len(p.description) > 10, p.name
-        assert p.default is None or satisfies(p, p.check(p.default)), p.name
+    for param in params:
+        assert len(param.description) > 10, param.name
+        assert param.default is None or satisfies(param, param.check(param.default)), param.name
 
 
 @pytest.mark.parametrize('name, value, message', [

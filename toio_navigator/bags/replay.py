@@ -10,8 +10,9 @@ navigator's tick is a pure function of these, so a complete bag replays with zer
 divergence names the time, topic, field and both values.
 
 What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
-recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
-are used); a goal re-sent with the same id and fields is not seen as new.
+recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes
+(``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
+same id and fields is not seen as new.
 """
 from __future__ import annotations
 

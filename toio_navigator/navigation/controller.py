@@ -398,7 +398,6 @@ class SwarmController:
     def step(self, now: float | None = None) -> list[CubeCommand]:
         s, hp = self.settings, self.handle
         now = self.clock() if now is None else now
-        n = len(s.cubes)
         seen = np.isfinite(self.pose[:, 0])
         live = self.live(now) & seen
         ok = live & self.on_mat                       # controllable this tick
