@@ -15,7 +15,7 @@ Float32 roundings of the reference (yaw-rate casts, the 0.05 s border step) are 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -383,5 +383,4 @@ class CubeHandle:
 
 
 def _replace(p: CubeHandleParams, **kw) -> CubeHandleParams:
-    from dataclasses import replace
     return replace(p, **kw)
