@@ -57,16 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = COMMANDS[name]
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        print(f'toio-nav {name}: not available: {exc}', file=sys.stderr)
-        return 2
-    sub = argparse.ArgumentParser(prog=f'toio-nav {name}', description=help_text)
-    module.add_arguments(sub)
-    args = sub.parse_args(rest)
-    try:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            print(f'toio-nav {name}: not available: {exc}', file=sys.stderr)
+            return 2
+        sub = argparse.ArgumentParser(prog=f'toio-nav {name}', description=help_text)
+        module.add_arguments(sub)
+        args = sub.parse_args(rest)
         return int(module.run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:       # Ctrl-C before the subcommand took over the stop signals (e.g. while importing)
         return 130
 
 

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags.repair import diagnose
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
+from toio_navigator.launching.profiles import config_dir
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.navigator import (
@@ -151,8 +153,6 @@ def stored_parameters(path: Path) -> dict | None:
 
 def open_reader(path: str | Path):
     """A rosbags AnyReader for a bag directory or a bare .mcap, or ReplayError naming the problem."""
-    from rosbags.highlevel import AnyReader
-
     path = Path(path)
     if not path.exists():
         raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
@@ -325,8 +325,6 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
 
 def default_parameter_files() -> list[Path]:
     """The package's config/navigator.yaml (the bringup's defaults), if present."""
-    from toio_navigator.nodes.bringup import config_dir
-
     try:
         path = config_dir() / 'navigator.yaml'
     except ValueError:
