@@ -22,7 +22,7 @@ from toio_navigator.arena.explorer import (
 from toio_navigator.arena.geometry import SIX_SENSORS, Pose, footprint
 from toio_navigator.arena.grid import ArenaBelief, ScoreRules
 from toio_navigator.arena.layout import ArenaLayout, ImageCard, grid_to_rows, load_layout
-from toio_navigator.arena.simulation import SimulatedArenaRobot, run_exploration
+from toio_navigator.sim.arena_run import SimulatedArenaRobot, run_exploration
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
 EMPTY = np.zeros((20, 15), dtype=bool)

@@ -26,7 +26,6 @@ from toio_navigator.arena import mdf  # noqa: E402
 from toio_navigator.arena.explorer import ExplorerConfig  # noqa: E402
 from toio_navigator.arena.geometry import Pose, centre_in_range  # noqa: E402
 from toio_navigator.arena.layout import ImageCard, load_layout  # noqa: E402
-from toio_navigator.arena.simulation import run_exploration  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
 from toio_navigator.nodes.arena_demo import path_cost, run_arena_demo  # noqa: E402
 from toio_navigator.nodes.arena_explorer import ArenaExplorerNode, arena_state  # noqa: E402
@@ -42,6 +41,7 @@ from toio_navigator.settings.arena_explorer import (  # noqa: E402
     parse_waypoint,
     settings_from_values,
 )
+from toio_navigator.sim.arena_run import run_exploration  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.srv import SetWaypoint  # noqa: E402
 

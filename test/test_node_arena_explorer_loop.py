@@ -25,12 +25,12 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from toio_navigator.arena.explorer import PHOTO, ArenaExplorer  # noqa: E402
 from toio_navigator.arena.layout import load_layout, parse_layout  # noqa: E402
-from toio_navigator.arena.simulation import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 from toio_navigator.launching.supervisor import Children  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
 from toio_navigator.nodes.arena_demo import run_arena_demo, run_yaml  # noqa: E402
-from toio_navigator.nodes.arena_explorer import STATE_QOS  # noqa: E402
+from toio_navigator.nodes.qos import STATE_QOS  # noqa: E402
+from toio_navigator.sim.arena_run import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 

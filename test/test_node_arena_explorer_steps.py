@@ -22,9 +22,9 @@ from toio_navigator.arena import executor  # noqa: E402
 from toio_navigator.arena.explorer import ArenaExplorer  # noqa: E402
 from toio_navigator.arena.fastest_path import fastest_path  # noqa: E402
 from toio_navigator.arena.layout import load_layout  # noqa: E402
-from toio_navigator.arena.simulation import SimulatedArenaRobot, run_exploration  # noqa: E402
 from toio_navigator.msg import CubeState, IrRanges, MoveToPoseResult, NavGoal, NavResult  # noqa: E402
 from toio_navigator.nodes.arena_explorer import ArenaExplorerNode  # noqa: E402
+from toio_navigator.sim.arena_run import SimulatedArenaRobot, run_exploration  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors  # noqa: E402
 from toio_navigator.srv import SetGoal  # noqa: E402
 

@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'demo': ('toio_navigator.demo_cli', 'run the simulated demo (swarm swap, or an arena exploration with --arena)'),
     'query': ('toio_navigator.navigation.query_cli',
               'one navigator query: SCENARIO.json -> RESULT.json (conformance format)'),
-    'explore': ('toio_navigator.arena.explore_cli', 'explore an arena layout with simulated IR sensors'),
+    'explore': ('toio_navigator.sim.explore_cli', 'explore an arena layout with simulated IR sensors'),
     'fastest-path': ('toio_navigator.arena.path_cli', 'optimal fastest path on an arena layout'),
     'bench': ('toio_navigator.bench.cli', 'run swarm benchmark scenarios with a local planner'),
     'trial': ('toio_navigator.bench.trial.cli',
