@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .angles import deg2rad, wrap, wrap_deg
-from .params import CubeHandleParams
+from toio_navigator.navigation.angles import deg2rad, wrap, wrap_deg
+from toio_navigator.navigation.params import CubeHandleParams
 
 _F32_DT = float(np.float32(0.05))     # the border simulation's step is a C# float
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .angles import deg2rad, wrap
-from .params import CubeHandleParams
+from toio_navigator.navigation.angles import deg2rad, wrap
+from toio_navigator.navigation.params import CubeHandleParams
 
 
 def move_to_target_batch(x, y, rad, x_pred, y_pred, rad_pred, tx, ty, max_spd, params: CubeHandleParams,
