@@ -10,9 +10,15 @@ import sys
 
 import pytest
 
+from toio_navigator.launching import profiles
 from toio_navigator.nodes import bringup
-from toio_navigator.settings.bringup_params import (Instance, ParamsError, check_param_file, overrides_yaml,
-                                                    route_overrides)
+from toio_navigator.settings.bringup_params import (
+    Instance,
+    ParamsError,
+    check_param_file,
+    overrides_yaml,
+    route_overrides,
+)
 
 SIM = [Instance('mat_sim')] + [Instance('cube_driver', f'/cube{i}') for i in (1, 2)] + [Instance('navigator')]
 
@@ -101,8 +107,8 @@ def test_a_parameter_file_is_checked_by_the_nodes_rules_naming_file_section_and_
 
 
 def test_the_shipped_files_pass_and_a_yaml_exponent_is_a_number(tmp_path):
-    for profile in bringup.PROFILES:
-        for path in bringup.profile_files(profile):
+    for profile in profiles.PROFILES:
+        for path in profiles.profile_files(profile):
             assert check_param_file(path)[0] == []
     path = tmp_path / 'exp.yaml'
     path.write_text('navigator: {ros__parameters: {stale_timeout_s: 5e-1}}\nrviz2: {ros__parameters: {a: 1}}\n')
@@ -150,7 +156,7 @@ def test_a_node_that_refuses_to_start_stops_the_bringup_with_its_message(tmp_pat
                     '/**/cube_driver: {ros__parameters: {transport: sim}}\n'
                     'mat_sim: {ros__parameters: {initial_poses: [100.0, 100.0, 0.0]}}\n')
     proc = subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'bringup', '--params-file',
-                             str(bringup.config_dir() / 'navigator.yaml'), '--params-file', str(path)],
+                             str(profiles.config_dir() / 'navigator.yaml'), '--params-file', str(path)],
                             env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=90)

@@ -37,10 +37,9 @@ import yaml
 
 from conftest import next_domain_id
 from lab_network import LabNetwork, unavailable_reason
-
 from toio_navigator.bags.replay import replay_bag
 from toio_navigator.demo_cli import RECORDER_NODE, recorded_topics, swap_goals
-from toio_navigator.nodes import bringup
+from toio_navigator.launching import profiles
 from toio_navigator.sim.world import World, WorldParams
 from toio_navigator.units import WHEEL_TRACK_UNITS
 
@@ -104,14 +103,14 @@ def longest_gap(samples, t0: float, t1: float) -> float:
 def sim_timing() -> tuple[float, float]:
     """(write-to-effect delay of the virtual cubes, coast time of a released cube) of the sim profile."""
     mat_sim = {}
-    for path in bringup.profile_files('sim'):
+    for path in profiles.profile_files('sim'):
         mat_sim.update((yaml.safe_load(path.read_text()).get('mat_sim') or {}).get('ros__parameters') or {})
     dt = 1.0 / float(mat_sim.get('physics_rate_hz', 1.0 / WorldParams.dt))
     return float(mat_sim.get('command_delay_s', WorldParams.command_delay)), max(0.0, WorldParams.motor_tau - dt)
 
 
 def navigator_setting(name: str):
-    return yaml.safe_load((bringup.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters'][name]
+    return yaml.safe_load((profiles.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters'][name]
 
 
 # ------------------------------------------------------------------------------------------------ the lab run
@@ -182,7 +181,7 @@ class Run:
 def run_lab(lab: LabNetwork, mode: str, out: Path) -> Run:
     logs = out / 'logs'
     logs.mkdir(parents=True, exist_ok=True)
-    run = Run(mode, bringup.read_cubes(bringup.profile_files('sim')), logs, out / 'bag')
+    run = Run(mode, profiles.read_cubes(profiles.profile_files('sim')), logs, out / 'bag')
     started = time.monotonic()
     try:
         drive_lab(lab, run)

@@ -18,8 +18,8 @@ pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
 from lifecycle_probe import Probe, write_cubes  # noqa: E402
-
-from toio_navigator.nodes import bringup  # noqa: E402
+from toio_navigator.launching import profiles  # noqa: E402
+from toio_navigator.launching.supervisor import Children  # noqa: E402
 
 POSES = [(150.0, 250.0, 0.0), (350.0, 250.0, 3.1416)]
 NAMES = ['cube1', 'cube2']
@@ -37,8 +37,8 @@ def test_a_killed_driver_is_noticed_within_2_s_and_its_return_is_said_once(tmp_p
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
     files = write_cubes(tmp_path / 'cubes.yaml', POSES)
     logs = tmp_path / 'logs'
-    children = bringup.Children()
-    children.start(bringup.plan('sim', NAMES), files, env=child_env, log_dir=logs)
+    children = Children()
+    children.start(profiles.plan('sim', NAMES), files, env=child_env, log_dir=logs)
     probe = Probe(NAMES)
 
     def log(name: str) -> str:
@@ -56,7 +56,7 @@ def test_a_killed_driver_is_noticed_within_2_s_and_its_return_is_said_once(tmp_p
         assert len(sim_noticed) == 1 and sim_noticed[0] - killed_at < NOTICE_S, log('mat_sim')
         assert len(nav_noticed) == 1 and nav_noticed[0] - killed_at < NOTICE_S, log('navigator')
         # a new driver for cube2: the cube connects again and the navigator says it is back, once
-        children.start([(s, ns) for s, ns in bringup.plan('sim', NAMES) if ns == '/cube2'], files, env=child_env,
+        children.start([(s, ns) for s, ns in profiles.plan('sim', NAMES) if ns == '/cube2'], files, env=child_env,
                        log_dir=logs / 'again')
         probe.states.pop('cube2', None)
         probe.spin_until(probe.ready, 60.0, 'cube2 connected again', logs)

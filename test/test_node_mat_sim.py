@@ -13,11 +13,14 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.nodes.mat_sim import MatSimError, MatSimNode  # noqa: E402
+from toio_navigator.nodes import mat_sim  # noqa: E402
+from toio_navigator.nodes.mat_sim import ContactTracker, MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
+from toio_navigator.settings.mat_sim import MatSimError  # noqa: E402
+from toio_navigator.sim.world import World  # noqa: E402
 
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 
@@ -132,8 +135,6 @@ def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypa
     """World time moves in 20 ms steps; a navigator writing every 50 ms lands 40 or 60 ms apart on that clock and
     must not be rejected by the firmware's ~45 ms rule (it was: 40 % of the commands were silently dropped).
     The firmware judges the time a write arrives: the last step's simulated time plus the wall time since."""
-    from toio_navigator.nodes import mat_sim
-
     class Wall:                                           # the node's wall clock, under the test's control
         now = 1000.0
 
@@ -165,8 +166,6 @@ def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypa
 
 
 def test_contact_tracker_reports_each_contact_once_when_it_starts():
-    from toio_navigator.nodes.mat_sim import ContactTracker
-    from toio_navigator.sim.world import World
     world = World([[100.0, 200.0, 0.0], [160.0, 200.0, 0.0], [300.0, 300.0, 0.0]])
     tracker = ContactTracker(world)
     world.set_wheels(0, 40, 40)                      # cube 0 drives east into cube 1, which stands still

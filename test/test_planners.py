@@ -10,6 +10,7 @@ from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, load_scenarios
 from toio_navigator.navigation.planner import SwarmState
 from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner
+from toio_navigator.navigation.planners.common import k_nearest
 from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner, OrcaPlanner, solve_velocity
 
 OURS = ('sfm', 'ttc', 'vo', 'orca', 'orca_kr')
@@ -123,7 +124,6 @@ def test_lp_matches_brute_force_on_random_feasible_programs():
 def test_safety_stop_never_lets_a_contact_deepen():
     # a convoy A -> B -> C: B would run into the parked C, so B stops; then A would run into B, so A stops too.
     # A pair that separates keeps moving even though it overlaps.
-    from toio_navigator.navigation.planners.common import k_nearest
     planner = OrcaKeepRightPlanner()
     planner.reset(5)
     state = swarm([[0, 0], [40, 0], [80, 0], [300, 0], [320, 0]], [[500, 0]] * 5)

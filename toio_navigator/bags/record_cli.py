@@ -11,14 +11,23 @@ If a navigator node is running, its parameters are stored in the bag's ``custom_
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterable
 
-from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter, TopicRecorder
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import parameter_value_to_python
+from rclpy.parameter_client import AsyncParameterClient
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter
 from toio_navigator.lifecycle import StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
@@ -51,8 +60,6 @@ class ParameterGrabber:
     stores them in the bag's custom_data. ``poll`` is called from a timer until it has them."""
 
     def __init__(self, node, writer: BagWriter, target: str) -> None:
-        from rclpy.parameter_client import AsyncParameterClient
-
         self.writer, self.target = writer, target
         self.client = AsyncParameterClient(node, target)
         self.busy = False
@@ -73,8 +80,6 @@ class ParameterGrabber:
         self.client.get_parameters(names).add_done_callback(lambda f: self._got(names, f))
 
     def _got(self, names: list[str], future) -> None:
-        from rclpy.parameter import parameter_value_to_python
-
         self.busy = False
         result = future.result()
         if result is None:
@@ -84,6 +89,61 @@ class ParameterGrabber:
             self.writer.set_custom_data(PARAMETERS_KEY, json.dumps(dict(sorted(self.parameters.items()))))
         except BagError:
             self.parameters = None         # the bag closed before the answer came: say so at the end
+
+
+class TopicRecorder:
+    """Record live topics of a ROS graph into a :class:`BagWriter` through an rclpy ``node``.
+
+    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer) except hidden
+    ones (a name part starting with ``_``, such as an action's feedback and status topics), as ``ros2 bag record
+    -a`` does, unless ``include_hidden``; otherwise only those names. Topics whose type the typestore does not
+    know are skipped and listed in ``skipped``.
+    """
+
+    def __init__(self, node, writer: BagWriter, topics: Iterable[str] | None = None,
+                 exclude: Iterable[str] = (), include_hidden: bool = False) -> None:
+        self.node = node
+        self.writer = writer
+        self.only = None if topics is None else {self._absolute(t) for t in topics}
+        self.exclude = {self._absolute(t) for t in exclude}
+        self.include_hidden = include_hidden
+        self.skipped: dict[str, str] = {}
+        self._subs: dict[str, object] = {}
+
+    def _absolute(self, topic: str) -> str:
+        return topic if topic.startswith('/') else '/' + topic
+
+    def discover(self) -> int:
+        """Subscribe to newly seen topics; returns how many topics are being recorded."""
+        # best effort matches reliable, best-effort and latched publishers alike; deep enough for bursts
+        qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+        for name, types in self.node.get_topic_names_and_types():
+            if name in self._subs or name in self.skipped or name in self.exclude:
+                continue
+            if self.only is not None and name not in self.only:
+                continue
+            if self.only is None and not self.include_hidden and any(p.startswith('_') for p in name.split('/')):
+                continue
+            msgtype = types[0]
+            if not self.writer.knows(msgtype):
+                self.skipped[name] = f'type {msgtype} unknown to the bag'
+                continue
+            pkg, kind, cls_name = msgtype.split('/')
+            try:
+                cls = getattr(importlib.import_module(f'{pkg}.{kind}'), cls_name)
+            except (ImportError, AttributeError) as exc:
+                self.skipped[name] = f'type {msgtype} not importable: {exc}'
+                continue
+            self.writer.add_topic(name, msgtype)
+            clock = self.node.get_clock()
+            self._subs[name] = self.node.create_subscription(
+                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
+        return len(self._subs)
+
+    def stop(self) -> None:
+        for sub in self._subs.values():
+            self.node.destroy_subscription(sub)
+        self._subs.clear()
 
 
 def _storable(value):
@@ -129,10 +189,6 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     recorder = grabber = None
     context = node = executor = None
     try:
-        import rclpy
-        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-        from rclpy.node import Node
-
         context = rclpy.Context()
         # our own context: rclpy installs no signal handler of its own (ours above stay in charge)
         rclpy.init(context=context)

@@ -10,8 +10,9 @@ navigator's tick is a pure function of these, so a complete bag replays with zer
 divergence names the time, topic, field and both values.
 
 What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
-recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
-are used); a goal re-sent with the same id and fields is not seen as new.
+recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes
+(``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
+same id and fields is not seen as new.
 """
 from __future__ import annotations
 
@@ -21,13 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags.repair import diagnose
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
+from toio_navigator.launching.profiles import config_dir
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
-from toio_navigator.settings.navigator import (SETTING_PARAMETERS, apply_reference_parameter, coerce_setting,
-                                               reference_parameters)
+from toio_navigator.settings.navigator import (
+    SETTING_PARAMETERS,
+    apply_reference_parameter,
+    coerce_setting,
+    reference_parameters,
+)
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
@@ -146,8 +153,6 @@ def stored_parameters(path: Path) -> dict | None:
 
 def open_reader(path: str | Path):
     """A rosbags AnyReader for a bag directory or a bare .mcap, or ReplayError naming the problem."""
-    from rosbags.highlevel import AnyReader
-
     path = Path(path)
     if not path.exists():
         raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
@@ -320,8 +325,6 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
 
 def default_parameter_files() -> list[Path]:
     """The package's config/navigator.yaml (the bringup's defaults), if present."""
-    from toio_navigator.nodes.bringup import config_dir
-
     try:
         path = config_dir() / 'navigator.yaml'
     except ValueError:

@@ -40,11 +40,11 @@ from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import BLE_QOS
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.nodes.virtual_ir import ArenaSensors
-from toio_navigator.settings.mat_sim import MatSimError  # noqa: F401 (older imports)
 from toio_navigator.settings.mat_sim import PARAMS, sim_config
 from toio_navigator.settings.spec import SettingError
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCube, VirtualCubes, cube_name
 from toio_navigator.sim.world import World
+
 
 class ContactTracker:
     """Contact starts between the World's cubes, found after every physics step (plain Python, a World listener).
