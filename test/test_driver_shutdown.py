@@ -78,13 +78,13 @@ def test_destroying_the_driver_waits_for_a_notification_in_progress_and_drops_la
 
     # a position reading that is held up inside its handler, before anything is published
     entered, release = threading.Event(), threading.Event()
-    admit = driver.pose_gate.admit
+    admit = driver.state_topics.pose_gate.admit
 
     def slow_admit(*args):
         entered.set()
         release.wait(10)
         return admit(*args)
-    monkeypatch.setattr(driver.pose_gate, 'admit', slow_admit)
+    monkeypatch.setattr(driver.state_topics.pose_gate, 'admit', slow_admit)
     handler = threading.Thread(target=cube.deliver[ID], args=(POSITION,))
     handler.start()
     assert entered.wait(10)

@@ -336,7 +336,8 @@ class FakeBleak:
         self.cube.unsubscribe(char)
 
 
-def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_reconfigures(ros, monkeypatch):
+def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_reconfigures(ros, monkeypatch, tmp_path):
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))    # its claim on the cube: not seen by other test runs
     import asyncio
     from toio_navigator.cube import ble_transport
     from toio_navigator.nodes.cube_driver import shared_loop

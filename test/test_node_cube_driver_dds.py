@@ -121,6 +121,8 @@ def test_command_bytes_reach_the_virtual_cube_which_moves_and_reports_back(probe
 
 @pytest.mark.parametrize('module, args, expected', [
     ('cube_driver', ['-r', '__ns:=/cube1', '-p', 'transport:=wifi'], 'parameter transport'),
+    ('cube_driver', ['-r', '__ns:=/cube1', '-p', 'transport:=ble'],     # which cube? "the first one" is no answer
+     'parameter ble_name: transport ble needs to know which cube to drive, and neither ble_name nor ble_address'),
     ('mat_sim', [], 'parameter cubes'),
     ('mat_sim', ['-p', 'cubes:=[a, b]', '-p', 'initial_poses:=[1.0, 2.0]'], 'parameter initial_poses'),
 ])

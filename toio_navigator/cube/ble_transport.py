@@ -301,11 +301,14 @@ def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
 
 async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), count: int | None = None,
                timeout_s: float = 5.0, scanner_factory: ScannerFactory | None = None,
-               adapter: str | None = None) -> list[FoundCube]:
+               adapter: str | None = None, accept: Callable[[FoundCube], bool] | None = None) -> list[FoundCube]:
     """Find cubes advertising the toio service.
 
     Stops as soon as every wanted name id / address was seen, or ``count`` cubes were found; otherwise after
-    ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout.
+    ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout. A cube that
+    BlueZ reports connected (to anyone) is not a candidate: a connected cube does not advertise, BlueZ only
+    announces its device again. ``accept(cube)`` may turn down a wanted cube (e.g. one another driver holds); it
+    is asked once per cube, in the order they are seen, until the scan is complete.
     Raises TransportError if the scanner cannot start (no adapter, Bluetooth off).
     """
     if timeout_s <= 0:
@@ -329,17 +332,23 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
         seen_addresses = wanted_addresses <= {a.upper() for a in found}
         return seen_names and seen_addresses
 
+    turned_down: set[str] = set()
+
     def on_detect(device: Any, advertisement: Any) -> None:
         uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
-        if SERVICE_UUID not in uuids:
+        if done.is_set() or SERVICE_UUID not in uuids or bluez_connected(advertisement):
             return
         name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
         address = str(getattr(device, 'address', ''))
         if BAD_STATE_NAME in name:
             _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
             return
-        if wanted(address, name) and address not in found:
-            found[address] = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
+        if wanted(address, name) and address not in found and address not in turned_down:
+            cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
+            if accept is not None and not accept(cube):
+                turned_down.add(address)
+                return
+            found[address] = cube
             if complete():
                 done.set()
 
@@ -359,6 +368,15 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
             except Exception as exc:
                 _log.debug('stopping the scan failed: %s', exc)
     return list(found.values())
+
+
+def bluez_connected(advertisement: Any) -> bool:
+    """True if BlueZ reports the advertised device connected (bleak's BlueZ backend hands over the device's D-Bus
+    properties as ``platform_data`` = (object path, properties); other backends: False)."""
+    platform = getattr(advertisement, 'platform_data', None)
+    if isinstance(platform, tuple) and len(platform) == 2 and isinstance(platform[1], dict):
+        return bool(platform[1].get('Connected', False))
+    return False
 
 
 _scan_locks: 'weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]' = weakref.WeakKeyDictionary()

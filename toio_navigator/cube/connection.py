@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Awaitable, Callable, Protocol
 
 from toio_navigator.cube import firmware
@@ -30,8 +31,19 @@ READ_AFTER_CONNECT = (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUT
                       p.Characteristic.SENSOR_INFORMATION)
 VERSION_ATTEMPTS = 3
 
-#: () -> a transport to the cube and the signal strength it was found with (None: not scanned)
-TransportMaker = Callable[[], Awaitable[tuple[Transport, 'int | None']]]
+
+
+@dataclass(frozen=True)
+class FoundLink:
+    """A transport to the driver's cube (not yet connected), the signal strength it was found with (None: not
+    scanned for) and how to give the cube up when the driver ends (e.g. a claim on it)."""
+    transport: Transport
+    rssi: int | None = None
+    release: Callable[[], None] = lambda: None
+
+
+#: () -> the link to the driver's cube
+TransportMaker = Callable[[], Awaitable[FoundLink]]
 
 
 class ConnectionEvents(Protocol):
@@ -60,6 +72,7 @@ class CubeConnection:
         self.cube = config.cube
         self.transport = transport
         self._make_transport = make_transport
+        self._release: Callable[[], None] = lambda: None
         self.link = LinkState.DISCONNECTED     # the transport's
         self.retrying = False                  # the first connection failed and is being tried again
         self.version_known = False             # the firmware version is known since the link last came up
@@ -119,14 +132,17 @@ class CubeConnection:
 
     async def shutdown(self, stop_cube: Callable[[], Awaitable[bool]]) -> bool:
         """On the loop: end connecting and configuring, stop the cube (``stop_cube()``: True if the stop was
-        written) and disconnect. False if a cube that was connected may not have got the stop."""
+        written), disconnect and give the cube up. False if a cube that was connected may not have got the stop."""
         await self.stop_tasks()
         t = self.transport
         if t is None:
             return True
-        was_connected = t.is_connected
-        stopped = await stop_cube()
-        await t.disconnect()
+        try:
+            was_connected = t.is_connected
+            stopped = await stop_cube()
+            await t.disconnect()
+        finally:
+            self._release()
         return stopped or not was_connected
 
     def _spawn(self, coroutine) -> None:
@@ -145,7 +161,8 @@ class CubeConnection:
         while True:
             try:
                 if self.transport is None:
-                    self.transport, self.rssi = await self._make_transport()
+                    found = await self._make_transport()
+                    self.transport, self.rssi, self._release = found.transport, found.rssi, found.release
                 if not subscribed:
                     self.transport.add_link_state_callback(self._on_transport_state)
                     for char in NOTIFYING:

@@ -4,12 +4,13 @@ Topics (relative to the namespace):
   out  state (toio_navigator/CubeState, mat units), pose (geometry_msgs/PoseStamped, metres, frame ``mat``),
        odom (nav_msgs/Odometry, parameter publish_odom), link_state (toio_navigator/LinkStatus, latched)
   in   motor_cmd (toio_navigator/MotorCommand), cmd_vel (geometry_msgs/Twist)
-plus the parity features of :mod:`toio_navigator.nodes.driver_features` and
-:mod:`toio_navigator.nodes.driver_moves` (lights, sound, IMU, battery, move_to_pose, ...).
+The state topics are published by :mod:`toio_navigator.nodes.driver_state`; the parity features by
+:mod:`toio_navigator.nodes.driver_features` and :mod:`toio_navigator.nodes.driver_moves` (lights, sound, IMU,
+battery, move_to_pose, ...).
 
 The node translates; the cube's side lives in the core: the link, its firmware handshake and reconnects
-(:class:`~toio_navigator.cube.connection.CubeConnection`), the timing of motor commands
-(:mod:`toio_navigator.cube.motor_commands`), the pose gate (:mod:`toio_navigator.cube.pose_gate`).
+(:class:`~toio_navigator.cube.connection.CubeConnection`), which cube a BLE driver takes
+(:mod:`toio_navigator.cube.ble_finder`), the timing of motor commands (:mod:`toio_navigator.cube.motor_commands`).
 
 Threads: the transport (bleak, or the simulated link) runs on one asyncio loop per process in a daemon thread;
 ROS callbacks run on the executor. Notifications are decoded and published from whichever thread delivers them
@@ -24,26 +25,25 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import Callable
+from typing import Awaitable, Callable
 
-from geometry_msgs.msg import PoseStamped, Twist
-from nav_msgs.msg import Odometry
+from geometry_msgs.msg import Twist
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.ble_finder import open_ble_transport
-from toio_navigator.cube.connection import CubeConnection
+from toio_navigator.cube.connection import CubeConnection, FoundLink
 from toio_navigator.cube.loop_thread import run_bounded, shared_loop
 from toio_navigator.cube.motor_commands import MotorCommander, command_timing
 from toio_navigator.cube.notification_counts import NotificationCounts
-from toio_navigator.cube.pose_gate import PoseGate, mat_pose
 from toio_navigator.cube.transport import LinkState, Transport
-from toio_navigator.msg import CubeState, LinkStatus, MotorCommand
+from toio_navigator.msg import LinkStatus, MotorCommand
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.driver_features import DriverFeatures
 from toio_navigator.nodes.driver_moves import DriverMoves
+from toio_navigator.nodes.driver_state import DriverState
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import LATCHED
 from toio_navigator.nodes.ros_sim_link import RosSimLink
@@ -53,9 +53,6 @@ from toio_navigator.settings.spec import SettingError
 
 __all__ = ['CubeDriverNode', 'LATCHED', 'main', 'shared_loop']
 
-_CUBE_LINK = {LinkState.DISCONNECTED: CubeState.LINK_DISCONNECTED, LinkState.CONNECTING: CubeState.LINK_CONNECTING,
-              LinkState.CONNECTED: CubeState.LINK_CONNECTED, LinkState.RECONNECTING: CubeState.LINK_RECONNECTING,
-              LinkState.FAILED: CubeState.LINK_DISCONNECTED}
 _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNECTING: LinkStatus.CONNECTING,
                 LinkState.CONNECTED: LinkStatus.CONNECTED, LinkState.RECONNECTING: LinkStatus.RECONNECTING,
                 LinkState.FAILED: LinkStatus.FAILED}
@@ -78,38 +75,27 @@ class CubeDriverNode(Node):
         self.loop = shared_loop()
         self._closing = False
         self.counts = NotificationCounts()
-        self.pose_gate = PoseGate()
-
-        self._state = CubeState(cube=cfg.cube, link_state=CubeState.LINK_DISCONNECTED)
-        self._state.header.frame_id = cfg.frame_id
-        # one message object per topic, updated in place: no message construction on the pose path
-        self._pose_msg = conversions.pose_stamped(0.0, 0.0, 0.0, self.get_clock().now().to_msg(), cfg.frame_id)
-        self._odom_msg = conversions.odometry(0.0, 0.0, 0.0, 0.0, 0.0, self.get_clock().now().to_msg(),
-                                              cfg.base_frame, cfg.frame_id)
-        self._pub_state = self.create_publisher(CubeState, 'state', 10)
-        self._pub_pose = self.create_publisher(PoseStamped, 'pose', 10)
-        self._pub_odom = self.create_publisher(Odometry, 'odom', 10) if cfg.publish_odom else None
         self._pub_link = self.create_publisher(LinkStatus, 'link_state', LATCHED)
         self.create_subscription(MotorCommand, 'motor_cmd', self._on_motor_cmd, 10)
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
 
         if transport is None and cfg.transport == 'sim':
             transport = RosSimLink(self, backoff=cfg.backoff, io_timeout_s=cfg.io_timeout_s)
-        self.connection = CubeConnection(cfg, self, self.loop, transport,
-                                         make_transport=lambda: open_ble_transport(self.config))
+        self.connection = CubeConnection(cfg, self, self.loop, transport, make_transport=self._find_cube)
         self.motor = MotorCommander(self.loop, lambda: self.connection.transport, cfg.min_motor_interval_s)
         self.features = DriverFeatures(self, host=self)
         self.moves = DriverMoves(self, host=self, rejected=self.features.count_rejected)
+        self.state_topics = DriverState(self, self, self.features, self.counts)
         self._handlers: dict[type, Callable] = {
-            p.PositionId: self._on_position, p.PositionIdMissed: self._on_missed, p.StandardId: self._on_standard_id,
-            p.StandardIdMissed: self._on_standard_missed, p.MotorSpeed: self._on_wheel_speed,
-            p.MotionSensor: self._on_motion, p.ButtonState: self._on_button, p.BatteryLevel: self._on_battery,
             p.ProtocolVersion: lambda note: self.connection.version_answered(note.version),
-            **self.features.handlers(), **self.moves.handlers(),
-        }
+            **self.state_topics.handlers(), **self.features.handlers(), **self.moves.handlers()}
         self.parameters.on_change(self._apply_parameters)
         self._publish_link_status()
         self.connection.start()
+
+    def _find_cube(self) -> Awaitable[FoundLink]:
+        """A BLE driver's cube, claimed for this node (see toio_navigator.cube.ble_finder)."""
+        return open_ble_transport(self.config, self.get_fully_qualified_name())
 
     def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
         """A run-time change (only motor, pose-gate, light, sound and move_to_pose parameters may change): the
@@ -151,7 +137,7 @@ class CubeDriverNode(Node):
 
     @property
     def outliers_held(self) -> int:
-        return self.pose_gate.held
+        return self.state_topics.pose_gate.held
 
     def supports(self, feature: firmware.Feature) -> bool:
         return self.connection.supports(feature)
@@ -162,7 +148,7 @@ class CubeDriverNode(Node):
     def link_diagnostics(self) -> dict[str, str]:
         """The link's, the notifications' and the motor's side of /diagnostics (rates since the last call)."""
         return {**self.connection.diagnostics(), **self.counts.diagnostics(),
-                'pose_outliers_held': str(self.pose_gate.held), **self.motor.diagnostics()}
+                'pose_outliers_held': str(self.outliers_held), **self.motor.diagnostics()}
 
     # -------------------------------------------------------------------------------------------- connection events
     # called from the transport's thread (or the executor's); nothing reaches ROS once the node is closing
@@ -173,11 +159,10 @@ class CubeDriverNode(Node):
         with self.lock:
             if not self._live():
                 return
-            self._state.link_state = _CUBE_LINK[self.connection.reported]
-            self._state.firmware_version = self.connection.firmware
+            self.state_topics.set_link(self.connection.reported, self.connection.firmware)
             self._publish_link_status()
             if state_too:
-                self._publish_state()
+                self.state_topics.publish()
 
     def log(self, level: int, text: str) -> None:
         with self.lock:
@@ -251,77 +236,6 @@ class CubeDriverNode(Node):
             handler = self._handlers.get(type(note))
             if handler is not None:
                 handler(note)
-
-    def _on_position(self, note: p.PositionId) -> None:
-        self.counts.positions += 1
-        pose = mat_pose(note.x, note.y, note.angle)
-        s = self._state
-        if not self.pose_gate.admit(pose, self.config.outlier_jump_units, s.on_mat):
-            return
-        stamp = self.get_clock().now().to_msg()
-        s.header.stamp = stamp
-        s.x, s.y, s.theta = pose
-        if not s.on_mat:
-            s.on_mat = True
-            self.features.on_mat_changed(True)
-        self._pub_state.publish(s)
-        s.collision = s.double_tap = False
-        pm = self._pose_msg
-        pm.header.stamp = stamp
-        conversions.fill_pose(pm.pose, *pose)
-        self._pub_pose.publish(pm)
-        if self._pub_odom is not None:
-            sign = self.motor.sign
-            conversions.fill_odometry(self._odom_msg, *pose, sign[0] * s.speed_left, sign[1] * s.speed_right, stamp)
-            self._pub_odom.publish(self._odom_msg)
-        self.features.on_pose(pose, stamp)
-
-    def _on_missed(self, _note: p.PositionIdMissed) -> None:
-        if self._state.on_mat:
-            self._state.on_mat = False
-            self.features.on_mat_changed(False)
-        self._publish_state()
-
-    def _on_standard_id(self, note: p.StandardId) -> None:
-        self._state.standard_id = note.value
-        self._publish_state()
-
-    def _on_standard_missed(self, _note: p.StandardIdMissed) -> None:
-        self._state.standard_id = 0
-        self._publish_state()
-
-    def _on_wheel_speed(self, note: p.MotorSpeed) -> None:
-        self._state.speed_left, self._state.speed_right = float(note.left), float(note.right)
-
-    def _on_motion(self, note: p.MotionSensor) -> None:
-        s = self._state
-        s.flat, s.collision = note.horizontal, s.collision or note.collision
-        if note.double_tap is not None:
-            s.double_tap = s.double_tap or note.double_tap
-            s.posture = note.posture
-        if note.shake is not None:
-            s.shake = note.shake
-        self.features.on_motion(note)
-
-    def _on_button(self, note: p.ButtonState) -> None:
-        changed = self._state.button != note.pressed
-        self._state.button = note.pressed
-        if changed:
-            self._publish_state()
-        self.features.on_button(note.pressed)
-
-    def _on_battery(self, note: p.BatteryLevel) -> None:
-        self._state.battery = note.percent
-        self.features.on_battery(note.percent)
-
-    def _publish_state(self) -> None:
-        """Publish a state that changed without a new position (position missed, button, standard ID, link):
-        stamped now, so no two different states share a stamp (a replay finds the state a tick used by it)."""
-        with self.lock:
-            s = self._state
-            s.header.stamp = self.get_clock().now().to_msg()
-            self._pub_state.publish(s)
-            s.collision = s.double_tap = False
 
     # -------------------------------------------------------------------------------------------- shutdown
     def close(self, timeout_s: float = 2.0) -> None:

@@ -225,6 +225,13 @@ class DriverFeatures:
                            melody.repeat).encode()
 
     # ------------------------------------------------------------------------------------ diagnostics
+    def _hardware_id(self) -> str:
+        """The cube's BLE address once known (also for a driver that took any cube), else what it looks for."""
+        host, cfg = self.host, self.host.config
+        if cfg.transport == 'sim':
+            return f'sim:{host.cube}'
+        return getattr(host.transport, 'address', '') or cfg.ble_address or cfg.ble_name
+
     def publish_diagnostics(self) -> None:
         host = self.host
         values = host.link_diagnostics()
@@ -237,9 +244,8 @@ class DriverFeatures:
         link = values['link_state']
         level = {'connected': DiagnosticStatus.OK, 'reconnecting': DiagnosticStatus.WARN,
                  'connecting': DiagnosticStatus.WARN}.get(link, DiagnosticStatus.ERROR)
-        cfg = host.config
         status = DiagnosticStatus(level=level, name=f'{host.cube}: cube_driver', message=f'link {link}',
-                                  hardware_id=cfg.ble_address or cfg.ble_name or f'sim:{host.cube}',
+                                  hardware_id=self._hardware_id(),
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.node.get_clock().now().to_msg()
