@@ -68,9 +68,10 @@ class Probe:
     """A node of the test on its own context: collects messages, publishes, spins until a condition holds."""
 
     def __init__(self, domain_id: int, name: str = 'bluez_probe') -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
+        # rclpy only here: test_bluez_service.py uses this module without ROS
+        import rclpy  # noqa: PLC0415
+        from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+        from rclpy.node import Node  # noqa: PLC0415
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
@@ -93,7 +94,7 @@ class Probe:
         self.spin_until(lambda: False, seconds)
 
     def close(self) -> None:
-        import rclpy
+        import rclpy  # noqa: PLC0415 (see __init__)
 
         self.executor.shutdown()
         self.node.destroy_node()

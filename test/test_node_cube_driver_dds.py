@@ -12,6 +12,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
+from conftest import spin_until  # noqa: E402
 from geometry_msgs.msg import PoseArray, PoseStamped  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -19,7 +20,6 @@ from rclpy.node import Node  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
 
 MOTOR = Characteristic.MOTOR_CONTROL.value
 

@@ -50,7 +50,7 @@ ClientFactory = Callable[[Any, Callable[[Any], None]], BleClient]
 
 def bleak_client_factory(adapter: str | None = None, timeout_s: float = 10.0) -> ClientFactory:
     def make(target: Any, on_disconnect: Callable[[Any], None]) -> BleClient:
-        from bleak import BleakClient  # lazy: importing bleak must not be needed for the simulator
+        from bleak import BleakClient  # noqa: PLC0415 lazy: the simulator and its tests run without bleak
         kwargs: dict[str, Any] = {'timeout': timeout_s}
         if adapter:
             kwargs['bluez'] = {'adapter': adapter}
@@ -228,8 +228,8 @@ class BluezWatch:
 
     async def _run(self) -> None:
         # dbus-fast is imported here, not at the top: the simulator and the tests of this module run without it
-        from dbus_fast import BusType, Message, MessageType
-        from dbus_fast.aio import MessageBus
+        from dbus_fast import BusType, Message, MessageType  # noqa: PLC0415 (see above)
+        from dbus_fast.aio import MessageBus  # noqa: PLC0415 (see above)
 
         def on_message(msg: Message) -> None:
             if msg.message_type is MessageType.SIGNAL and msg.member == 'NameOwnerChanged' \
@@ -293,7 +293,7 @@ ScannerFactory = Callable[[Callable[[Any, Any], None], list[str]], Scanner]
 
 def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
     def make(callback: Callable[[Any, Any], None], service_uuids: list[str]) -> Scanner:
-        from bleak import BleakScanner
+        from bleak import BleakScanner  # noqa: PLC0415 lazy: the simulator and its tests run without bleak
         kwargs: dict[str, Any] = {'bluez': {'adapter': adapter}} if adapter else {}
         return BleakScanner(detection_callback=callback, service_uuids=service_uuids, **kwargs)
     return make

@@ -164,7 +164,7 @@ class CubeConnection:
                     found = await self._make_transport()
                     self.transport, self.rssi, self._release = found.transport, found.rssi, found.release
                 if not subscribed:
-                    self.transport.add_link_state_callback(self._on_transport_state)
+                    self.transport.add_link_state_callback(self.on_transport_state)
                     for char in NOTIFYING:
                         await self.transport.start_notify(char, self.events.notification)
                     subscribed = True
@@ -177,13 +177,13 @@ class CubeConnection:
                 delay = next(delays, None)
                 if delay is None:
                     self.retrying = False
-                    self._on_transport_state(LinkState.FAILED)
+                    self.on_transport_state(LinkState.FAILED)
                     return
                 self.retrying = True
                 self.events.link_changed(state_too=False)
                 await asyncio.sleep(delay)
 
-    def _on_transport_state(self, state: LinkState) -> None:
+    def on_transport_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
         self.link = state
         self.version_known = False

@@ -181,7 +181,7 @@ class CubeDriverNode(Node):
 
     def _on_link_state(self, state: LinkState) -> None:
         """The transport's link-state callback, as the connection takes it."""
-        self.connection._on_transport_state(state)
+        self.connection.on_transport_state(state)
 
     def _publish_link_status(self) -> None:
         c = self.connection
