@@ -53,17 +53,6 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> str:
     return err or ''
 
 
-#: what must never appear in a driver's (or a bringup's) output, running or stopping: a traceback, a publish on a
-#: shut-down context ("publisher's context is invalid", also from a log line sent to /rosout), a fatal log line,
-#: an asyncio task whose exception nobody retrieved
-BAD_OUTPUT = ('Traceback (most recent call last)', 'context is invalid', '[FATAL]', 'exception was never retrieved')
-
-
-def bad_output(stderr: str) -> list[str]:
-    """The lines of a process's stderr that show a failure or an unclean stop (none are tolerated)."""
-    return [line for line in stderr.splitlines() if any(bad in line for bad in BAD_OUTPUT)]
-
-
 class Probe:
     """A node of the test on its own context: collects messages, publishes, spins until a condition holds."""
 

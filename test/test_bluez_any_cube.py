@@ -8,8 +8,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from bluez_rig import Probe, bad_output, needs_dbus_daemon, start_driver, stop  # noqa: E402
+from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from conftest import next_domain_id, ros_env  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 
 from toio_navigator.nodes.qos import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
@@ -47,5 +48,5 @@ def test_drivers_for_any_cube_each_take_a_different_one():
         probe.close()
         host.stop()
     for name, err in errors.items():
-        assert not bad_output(err), f'{name}: {err[-3000:]}'
+        assert not bad_lines(err), f'{name}: {err[-3000:]}'
 

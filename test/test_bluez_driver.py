@@ -14,8 +14,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from bluez_rig import Probe, bad_output, needs_dbus_daemon, start_driver, stop  # noqa: E402
+from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from conftest import next_domain_id, ros_env  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from sensor_msgs.msg import Imu  # noqa: E402
 from std_msgs.msg import ColorRGBA, UInt8  # noqa: E402
 
@@ -66,7 +67,7 @@ def rig():
     yield rig
     errors = rig.close()
     for name, err in errors.items():
-        assert not bad_output(err), f'{name}: {err[-3000:]}'
+        assert not bad_lines(err), f'{name}: {err[-3000:]}'
 
 
 def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pose(rig):
