@@ -98,10 +98,6 @@ class CubeConnection:
     def reconnects(self) -> int:
         return getattr(self.transport, 'reconnect_count', 0)
 
-    @property
-    def connected(self) -> bool:
-        return self.transport is not None and self.transport.is_connected
-
     def supports(self, feature: firmware.Feature) -> bool:
         """True if the cube's firmware has ``feature``; otherwise say so once (warning) and return False."""
         if feature.available(p.parse_version(self.firmware or firmware.ASSUMED_VERSION)):
@@ -122,18 +118,15 @@ class CubeConnection:
         """Begin connecting (from any thread)."""
         self.loop.call_soon_threadsafe(self._spawn, self._run())
 
-    async def stop_tasks(self) -> None:
-        """On the loop: end connecting and configuring for good (the transport stays as it is)."""
+    async def shutdown(self, stop_cube: Callable[[], Awaitable[bool]]) -> bool:
+        """On the loop: end connecting and configuring for good, stop the cube (``stop_cube()``: True if the stop
+        was written), disconnect and give the cube up. False if a cube that was connected may not have got the
+        stop."""
         self._stopping = True
         running = [t for t in self._tasks if t is not asyncio.current_task()]
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-
-    async def shutdown(self, stop_cube: Callable[[], Awaitable[bool]]) -> bool:
-        """On the loop: end connecting and configuring, stop the cube (``stop_cube()``: True if the stop was
-        written), disconnect and give the cube up. False if a cube that was connected may not have got the stop."""
-        await self.stop_tasks()
         t = self.transport
         if t is None:
             return True
