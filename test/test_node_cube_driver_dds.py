@@ -12,12 +12,12 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from conftest import spin_until  # noqa: E402
 from geometry_msgs.msg import PoseArray, PoseStamped  # noqa: E402
-from lifecycle_probe import bad_lines  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
@@ -145,9 +145,10 @@ def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expecte
 
 
 def test_ctrl_c_shuts_the_driver_and_the_simulator_down_cleanly(probe, child_env):
-    """SIGINT to every process at once, as `toio-nav bringup` does: no 'exception was never retrieved: cannot use
-    Destroyable' and no publish on a shut-down context ('context is invalid') on the way out. (A SIGINT that lands
-    inside rclpy's take of a message is spin.run_node's to absorb, not the driver's: not judged here.)"""
+    """SIGINT to every process at once, as Ctrl-C in a terminal does (to the whole process group): no 'exception
+    was never retrieved: cannot use Destroyable' and no publish on a shut-down context ('context is invalid') on
+    the way out. (A SIGINT that lands inside rclpy's take of a message is spin.run_node's to absorb, not the
+    driver's: not judged here.)"""
     node, ex = probe
     states = []
     node.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)

@@ -145,20 +145,22 @@ class Children:
         return all(proc.poll() is not None for _name, proc in self.procs)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """SIGINT to every node but the simulator, wait for them, then the simulator (each group gets
-        ``timeout`` seconds before it is killed)."""
+        """SIGTERM to every node but the simulator, wait for them, then the simulator (each group gets
+        ``timeout`` seconds before it is killed). A node handles SIGTERM as SIGINT (an orderly stop); one still
+        starting up, before its handlers are in place, ends quietly instead of with a KeyboardInterrupt
+        traceback in the middle of an import."""
         first = [(n, p) for n, p in self.procs if self.roles.get(n) != LAST_ROLE]
         last = [(n, p) for n, p in self.procs if self.roles.get(n) == LAST_ROLE]
         for group in (first, last):
             for _name, proc in group:
                 if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
+                    proc.send_signal(signal.SIGTERM)
             deadline = time.monotonic() + timeout
             for name, proc in group:
                 try:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    print(f'bringup: {name} did not stop within {timeout:g} s after SIGINT: killed', file=sys.stderr)
+                    print(f'bringup: {name} did not stop within {timeout:g} s after SIGTERM: killed', file=sys.stderr)
                     proc.kill()
                     proc.wait(timeout=5)
         for thread in self._forwarders.values():
