@@ -135,11 +135,11 @@ def test_cancel_stops_the_cube(fresh):
     handle = nav.send('cube2', 350.0, 200.0, feedback=lambda m: feedback.append(m))
     nav.probe.spin_until(lambda: feedback and any(m.left or m.right for m in nav.motors['cube2']), 30.0,
                          'driving commands')
+    count = len(nav.motors['cube2'])       # before the cancel: its stop may come before the result does
     nav.probe.wait_future(handle.cancel_goal_async(), 'the cancel response')
     res = nav.result(handle)
     assert res.status == nav.GoalStatus.STATUS_CANCELED
     assert res.result.outcome == R.CANCELLED and res.result.reason == 'cancelled by the caller'
-    count = len(nav.motors['cube2'])
     nav.probe.spin_for(0.5)
     after = [(m.left, m.right) for m in nav.motors['cube2'][count:]]
     assert (0, 0) in after, 'no stop after the cancel'
