@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import spin_until
 
+from conftest import spin_until
 from toio_navigator.sim.bluez.bus import find_dbus_daemon
 
 needs_dbus_daemon = pytest.mark.skipif(

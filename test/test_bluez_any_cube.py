@@ -11,7 +11,6 @@ msg = pytest.importorskip('toio_navigator.msg')
 from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from conftest import next_domain_id, ros_env  # noqa: E402
 from lifecycle_probe import bad_lines  # noqa: E402
-
 from toio_navigator.nodes.qos import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 

@@ -14,12 +14,12 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
-from conftest import next_domain_id, ros_env  # noqa: E402
-from lifecycle_probe import bad_lines  # noqa: E402
 from sensor_msgs.msg import Imu  # noqa: E402
 from std_msgs.msg import ColorRGBA, UInt8  # noqa: E402
 
+from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
+from conftest import next_domain_id, ros_env  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402

@@ -17,7 +17,6 @@ import pytest
 bleak = pytest.importorskip('bleak')
 
 from bluez_rig import needs_dbus_daemon  # noqa: E402
-
 from toio_navigator import cli  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.cube.ble_transport import BleTransport, scan  # noqa: E402

@@ -22,7 +22,6 @@ msg = pytest.importorskip('toio_navigator.msg')
 from bluez_rig import DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
 from conftest import REPO, next_domain_id, ros_env  # noqa: E402
 from lifecycle_probe import bad_lines  # noqa: E402
-
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.demo_cli import swap_goals  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402

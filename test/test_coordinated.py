@@ -2,11 +2,16 @@
 solves where plain ORCA does not, and its use through the navigator's controller."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from toio_navigator.bench.runner import run_scenario
-from toio_navigator.bench.scenarios import Scenario
+from toio_navigator.bench.scenarios import Scenario, load_scenarios
+from toio_navigator.bench.trial.profiles import get_profile
+from toio_navigator.bench.trial.runner import run_trial
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.coordination.lattice import Lattice
 from toio_navigator.navigation.planner import SwarmState
 from toio_navigator.navigation.planners import make_planner
@@ -151,7 +156,6 @@ def test_a_stopped_cube_is_routed_around():
 
 
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():
-    from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
     settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', stuck_time_s=0.3,
                                  mat_rect=(45.0, 45.0, 455.0, 455.0))
     now = [0.0]
@@ -171,10 +175,6 @@ def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_
 
 
 def test_coordinated_in_closed_loop_with_ble_timing_reaches_both_goals_without_contact():
-    from toio_navigator.bench.scenarios import load_scenarios
-    from toio_navigator.bench.trial.profiles import get_profile
-    from toio_navigator.bench.trial.runner import run_trial
-    from pathlib import Path
     sc = {s.name: s for s in load_scenarios(Path(__file__).resolve().parents[1] / 'toio_navigator' / 'data'
                                             / 'scenarios.yaml')}['head_on_pair']
     record = run_trial(sc, 'coordinated', get_profile('ble'), seed=0).record

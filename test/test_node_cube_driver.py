@@ -11,7 +11,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from conftest import spin_until  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -20,6 +19,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from std_msgs.msg import ColorRGBA  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import ble_transport, firmware  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402

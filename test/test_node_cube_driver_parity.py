@@ -14,7 +14,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from conftest import next_domain_id, ros_env  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -23,6 +22,7 @@ from sensor_msgs.msg import BatteryState, Imu  # noqa: E402
 from std_msgs.msg import Bool, ColorRGBA, UInt8  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from conftest import next_domain_id, ros_env  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic as C  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 

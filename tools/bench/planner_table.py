@@ -23,14 +23,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.navigation.planners import (  # noqa: E402
-    BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner)
+from toio_navigator.navigation.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
@@ -372,10 +372,10 @@ def coordinated_section() -> list[str]:
         '   IJCAI 2019). Each cube that is at (or just before) its vertex chooses its next vertex, highest priority',
         '   first: the neighbour nearest its goal along its route field, or staying. If that edge comes too close to',
         '   a cube that has not chosen yet, that cube is pushed: it chooses first, must leave the way free and',
-        '   inherits the priority; if it cannot, the pusher tries its next vertex. A cube\'s priority is the time since',
-        '   it last stood on its goal (plus a seeded tie-break), so a cube that has waited long enough wins every',
-        '   conflict. That is how dead-locks are resolved: one cube yields or backs off into free space, and a passage',
-        '   one cube wide is taken one direction at a time. Conflicts are geometric (claims closer than',
+        '   inherits the priority; if it cannot, the pusher tries its next vertex. A cube\'s priority is the time',
+        '   since it last stood on its goal (plus a seeded tie-break), so a cube that has waited long enough wins',
+        '   every conflict. That is how dead-locks are resolved: one cube yields or backs off into free space, and a',
+        '   passage one cube wide is taken one direction at a time. Conflicts are geometric (claims closer than',
         '   r_i + r_j + margin), so off-lattice starts and goals need no special case; a small keep-right preference',
         '   among equally good vertices puts cubes that meet head-on on different lanes. We chose PIBT over',
         '   prioritised planning with space-time reservations (Silver, AIIDE 2005) and over LaCAM (Okumura, AAAI 2023,',
@@ -435,8 +435,8 @@ def cost_table(results) -> list[str]:
     sizes = sorted({r['n_agents'] for rows in results.values() for r in circle_rows(rows)})
     lines = ['## Cost versus N (circle_swap_N)', '',
              'µs per agent-step (planner wall time per step / N) and, in brackets, the ratio to the B0 reference',
-             'kernel (a fixed NumPy computation) in the same run. The cost per step grows about linearly with N when the',
-             'first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
+             'kernel (a fixed NumPy computation) in the same run. The cost per step grows about linearly with N when',
+             'the first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
              'shrugs off steps slowed down by other processes on a shared machine.', '',
              '| N | ' + ' | '.join(f'`{p}`' for p in planners) + ' |', '|---:' + '|---:' * len(planners) + '|']
     for n in sizes:
@@ -450,10 +450,8 @@ def cost_table(results) -> list[str]:
 
 
 def plot_cost(results, path: Path) -> None:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, (ax_step, ax_agent) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax_step, ax_agent = fig.subplots(1, 2)
     for planner, rows in results.items():
         circ = circle_rows(rows)
         n = np.array([r['n_agents'] for r in circ])
@@ -483,7 +481,6 @@ def plot_cost(results, path: Path) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 if __name__ == '__main__':

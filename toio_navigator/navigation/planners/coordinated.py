@@ -24,8 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.navigation.coordination.claims import Claims
-from toio_navigator.navigation.coordination.driving import (coasting, corner_allowance, near_speed, overlapping,
-                                                            real_cube_speed, stop_unsafe, waypoints)
+from toio_navigator.navigation.coordination.driving import (
+    coasting,
+    corner_allowance,
+    near_speed,
+    overlapping,
+    real_cube_speed,
+    stop_unsafe,
+    waypoints,
+)
 from toio_navigator.navigation.coordination.geometry import point_segment_distance, polyline_point
 from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear
 from toio_navigator.navigation.coordination.pibt import FIXED, FREE, PibtRound
