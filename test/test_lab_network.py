@@ -249,8 +249,10 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     #    a service call on b itself can lose its reply when the cable goes, so its log is the witness)
     ids = send(inwards(swapped), 30)
     laptop.ask('wait_moving', distance=15.0, count=MOVING, timeout=10.0)
-    run.t_loss = time.time()
+    # the cable is out once `ip` has returned (on a busy host starting it alone takes tens of milliseconds, while
+    # b still sends): the stop times count from then
     lab.set_link('b', up=False)
+    run.t_loss = time.time()
     try:
         time.sleep(OUTAGE_S)
     finally:
