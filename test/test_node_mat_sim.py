@@ -9,6 +9,7 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from geometry_msgs.msg import PoseArray  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -77,6 +78,36 @@ def test_virtual_cube_obeys_bytes_and_answers_with_bytes(ros):
         assert spin_until(ex, lambda: abs(sim.world.wheel_speed[1]).max() == 0.0, 5)
     finally:
         for n in (sim, central, watcher):
+            n.destroy_node()
+
+
+def test_a_motor_command_delivered_late_runs_only_what_is_left_of_it(ros):
+    """The simulated air's delay must not depend on how busy the host is: a timed motor command that DDS
+    delivers late runs for its duration counted from when the driver wrote it (the frame's stamp), so the cube
+    stops as a real one with a prompt link would; one whose whole duration went by on the way never runs."""
+    sim = make_sim(ros, cubes=['cube2'], initial_poses=[150.0, 150.0, 0.0])
+    central = Central(ros, 'cube2')
+    ex = SingleThreadedExecutor(context=ros)
+    ex.add_node(sim)
+    ex.add_node(central)
+
+    def travel(age_s: float) -> float:
+        """Mat units driven by 500 ms at speed 80 written ``age_s`` before it is published."""
+        x0 = float(sim.world.x[0])
+        stamp = (central.get_clock().now() - Duration(seconds=age_s)).to_msg()
+        central.tx.publish(msg.BleFrame(uuid=p.Characteristic.MOTOR_CONTROL.value, op=msg.BleFrame.WRITE,
+                                        data=bytes.fromhex('02 01 01 50 02 01 50 32'), stamp=stamp))
+        spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() > 0.0, 1.0)
+        assert spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() == 0.0, 5)
+        return float(sim.world.x[0]) - x0
+    try:
+        assert spin_until(ex, lambda: sim.firmware[0].connected)
+        on_time = travel(0.0)
+        late = travel(0.3)                  # 200 of its 500 ms are left
+        assert on_time > 50.0 and 0.2 * on_time < late < 0.6 * on_time, (on_time, late)
+        assert travel(0.6) == 0.0 and sim.ports[0].expired == 1
+    finally:
+        for n in (sim, central):
             n.destroy_node()
 
 

@@ -102,7 +102,8 @@ class RosSimLink(Transport):
     async def _write(self, char: Characteristic, data: bytes, response: bool) -> None:
         if not self._open_flag:
             raise TransportError('simulated link is down')
-        self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.WRITE, with_response=response, data=data))
+        self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.WRITE, with_response=response, data=data,
+                                  stamp=self._node.get_clock().now().to_msg()))
 
     async def _read(self, char: Characteristic) -> bytes:
         if not self._open_flag:
