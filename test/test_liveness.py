@@ -39,7 +39,7 @@ class Swarm:
         self.env, self.logs = child_env, tmp_path / 'logs'
         self.files = write_cubes(tmp_path / 'cubes.yaml', POSES)
         self.children = Children()
-        self.children.start(profiles.plan('sim', NAMES), self.files, env=swarm.env, log_dir=self.logs)
+        self.children.start(profiles.plan('sim', NAMES), self.files, env=child_env, log_dir=self.logs)
         self.probe = Probe(NAMES)
 
     def log(self, name: str) -> str:
