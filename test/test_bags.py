@@ -181,6 +181,33 @@ def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_ba
     assert any('1 of 50 ticks lack' in n for n in report.notes)
 
 
+def _without_motor_cmd(bag: Path, out_path: Path, topic: str, which) -> None:
+    """A copy of ``bag`` without the MotorCommands of ``topic`` whose index ``which(index, count)`` says."""
+    with AnyReader([bag]) as reader:
+        count = sum(1 for c, _ns, _raw in reader.messages() if c.topic == topic)
+    with AnyReader([bag]) as reader, BagWriter(out_path, 'mcap', typestore()) as out:
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(bag)[PARAMETERS_KEY])
+        seen = 0
+        for conn, ns, raw in reader.messages():
+            if conn.topic == topic:
+                seen += 1
+                if which(seen - 1, count):
+                    continue
+            out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+
+
+def test_a_recording_that_ends_before_its_last_commands_still_replays(loop_bag, tmp_path):
+    """A recorder killed between a tick's NavResult and its MotorCommand: the missing command at the very end
+    is said in a note, not a divergence; the same command missing in the middle is one."""
+    cut = tmp_path / 'cut'
+    _without_motor_cmd(loop_bag, cut, '/cube1/motor_cmd', lambda i, n: i == n - 1)
+    report = assert_replays(cut)
+    assert any('MotorCommands of the last' in n and 'it ended first' in n for n in report.notes), report.notes
+    holed = tmp_path / 'holed'
+    _without_motor_cmd(loop_bag, holed, '/cube1/motor_cmd', lambda i, n: i == n // 2)
+    assert not replay_bag(holed).ok
+
+
 def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
     rec = read_recording(loop_bag)
     edited = tmp_path / 'edited'

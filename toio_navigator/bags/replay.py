@@ -37,6 +37,8 @@ from toio_navigator.settings.navigator import (
 )
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
+#: the last ticks of a recording, whose MotorCommands may not have reached the bag before it ended
+TAIL_TICKS = 3
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
               'reached', 'mode', 'planner')
 #: what a NavResult records of the tick's inputs (the state used, the goal pursued)
@@ -385,10 +387,12 @@ class ReplayReport:
 
 
 def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: dict,
-             forced: list) -> list[Divergence]:
+             forced: list, tail: bool = False) -> list[Divergence]:
     """Every differing field of one tick (NavResult first, then MotorCommand, in cube order). ``sent``: per cube,
     how many recorded MotorCommands earlier ticks consumed; advanced for every command the replay sends.
-    ``forced`` receives (cube, recorded command) for every command both sent."""
+    ``forced`` receives (cube, recorded command) for every command both sent. In the ``tail`` of a recording
+    (its last TAIL_TICKS ticks) a command with no recorded one left is not a divergence: the recording ended
+    (a recorder killed, a bag cut) between a tick's NavResult and its MotorCommand."""
     out = []
     t = (tick.stamp_ns - rec.start_ns) / 1e9
     by_cube = {c.cube: c for c in commands}
@@ -415,7 +419,8 @@ def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: di
         k = sent.get(cube, 0)
         sent[cube] = k + 1
         if k >= len(queue):
-            out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
+            if not tail:
+                out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
             continue
         for f, a, b in zip(MOTOR_FIELDS, queue[k], cmd.motor):
             if abs(a - b) > tol.get(f, 0):
@@ -478,7 +483,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             incomplete += k >= first
             _adopt_recorded_motors(ctrl, rec, commands, tick_s, sent)
             continue
-        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced)
+        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced,
+                         tail=k >= len(rec.ticks) - TAIL_TICKS)
         if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
             for cube, (left, right, duration_ms) in forced:
                 i = ctrl.index[cube]
@@ -499,6 +505,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                             'states named by NavResults are missing) or a NavResult')
     if rejected:
         report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
+    cut = sum(max(sent.get(c, 0) - len(q), 0) for c, q in rec.motors.items())
+    if cut:
+        report.notes.append(f'{cut} MotorCommands of the last {TAIL_TICKS} ticks are not in the bag: it ended first')
     unmatched = {c: len(q) - sent.get(c, 0) for c, q in rec.motors.items() if len(q) - sent.get(c, 0) > 1}
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +
