@@ -200,6 +200,32 @@ def test_the_link_counts_as_connected_once_the_firmware_is_known_and_the_cube_is
     asyncio.run(scenario())
 
 
+def test_a_version_answer_that_comes_after_the_assumption_configures_the_cube_for_it():
+    """On a busy host the version answers come after the driver gave up and assumed 2.0.0 (which cannot take
+    ID-notification settings: a standing cube then pauses its positions and looks stale). The late answer must
+    configure the cube for its real firmware."""
+    async def scenario():
+        cubes, events, connection = connect('2.4.0')
+        held = []
+        answer = events.notification
+
+        def late(char, data):
+            if isinstance(p.decode(char, data), p.ProtocolVersion) and not connection.firmware:
+                held.append((char, data))          # lost in the crowd for now
+                return
+            answer(char, data)
+        events.notification = late
+        connection.start()
+        await until(lambda: connection.firmware == '2.0.0')
+        assert cubes.id_condition[0] != p.ID_ALWAYS
+        answer(*held[0])                           # the answer, at last
+        await until(lambda: cubes.id_condition[0] == p.ID_ALWAYS)
+        assert connection.firmware == '2.4.0'
+        assert any('answered late (firmware 2.4.0)' in text for _level, text in events.logs), events.logs
+        assert await connection.shutdown(lambda: asyncio.sleep(0, result=True))
+    asyncio.run(scenario())
+
+
 def test_a_cube_that_cannot_be_found_is_tried_with_backoff_then_the_link_failed():
     async def scenario():
         attempts = []

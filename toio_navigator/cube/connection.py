@@ -78,6 +78,7 @@ class CubeConnection:
         self.version_known = False             # the firmware version is known since the link last came up
         self.detail = ''
         self.firmware = ''                     # '' until the cube answered (or was assumed to be ASSUMED_VERSION)
+        self._assumed = False                  # the version was assumed after the cube did not answer in time
         self.unsupported: dict[str, str] = {}  # feature -> why it is off (reported once)
         self.rssi: int | None = None           # of the advertisement the cube was found by (a BLE scan)
         self._version_event: asyncio.Event | None = None
@@ -180,6 +181,7 @@ class CubeConnection:
         """Transport callback (loop thread)."""
         self.link = state
         self.version_known = False
+        self._assumed = False
         if self._stopping:
             return
         if state is LinkState.CONNECTED:
@@ -224,14 +226,30 @@ class CubeConnection:
                 continue
         self.events.log(logging.WARNING, f'{self.cube}: no answer to the protocol-version request; assuming '
                                          f'{firmware.ASSUMED_VERSION}')
+        self._assumed = True
         self._firmware_known(firmware.ASSUMED_VERSION)
         return firmware.ASSUMED_VERSION
 
     def version_answered(self, version: str) -> None:
-        """The cube's answer to the version request (any thread)."""
+        """The cube's answer to the version request (any thread). An answer that comes after the version was
+        assumed (a busy host, a slow link) configures the cube again for what it really has: configured for the
+        assumed 2.0.0, a standing cube would pause its position notifications and look stale for good."""
+        late = self._assumed and version != self.firmware
+        self._assumed = False
         self._firmware_known(version)
         if self._version_event is not None:
             self.loop.call_soon_threadsafe(self._version_event.set)
+        if late:
+            self.loop.call_soon_threadsafe(self._spawn, self._reconfigure(version))
+
+    async def _reconfigure(self, version: str) -> None:
+        try:
+            for data in self.config.configuration_writes(p.parse_version(version), self.supports):
+                await self.transport.write(p.Characteristic.CONFIGURATION, data)
+        except TransportError as exc:
+            self.events.log(logging.WARNING, f'{self.cube}: configuring the cube for firmware {version} failed: {exc}')
+            return
+        self.events.log(logging.INFO, f'{self.cube}: the cube answered late (firmware {version}): configured for it')
 
     def _firmware_known(self, version: str) -> None:
         self.firmware = version
