@@ -148,13 +148,20 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
                 last = time.monotonic()
                 progress()
 
-    def call(client, what: str, limit: float = 60.0) -> str:
-        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message."""
+    def call(client, what: str, limit: float = 60.0, status: int | None = None) -> str:
+        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message.
+        On a busy machine the answer can be lost (the service's reply path not matched yet) although the call
+        did its work: arena/state entering ``status`` counts as the answer then."""
         spin_until(client.service_is_ready, f'the {what} service', limit)
         end = time.monotonic() + limit
+
+        def started() -> bool:
+            return status is not None and 'state' in latest and latest['state'].status == status
         while True:
             future = client.call_async(Trigger.Request())
-            spin_until(future.done, f'the answer of {what}', 10.0)
+            spin_until(lambda: future.done() or started(), f'the answer of {what}', 10.0)
+            if not future.done():
+                return f'{what}: its answer was lost, arena/state says it started'
             result = future.result()
             if result.success:
                 return result.message
@@ -172,7 +179,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     try:
         children.start(profiles.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
         t0 = time.monotonic()
-        call(start_exploration, 'arena_explorer/start_exploration')
+        call(start_exploration, 'arena_explorer/start_exploration', status=ArenaState.EXPLORING)
         say(f'  exploration started after {time.monotonic() - started:.1f} s')
         t0 = time.monotonic()
         spin_until(lambda: 'state' in latest and names.get(latest['state'].status) in FINAL, 'the exploration',
@@ -189,7 +196,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         latest.pop('state')
         n_explore_states = len(states)
         t0 = time.monotonic()
-        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0)
+        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0, status=ArenaState.FASTEST_PATH)
         say(f'  {message}')
         spin_until(lambda: 'state' in latest and latest['state'].status != ArenaState.FASTEST_PATH
                    and names.get(latest['state'].status) in FINAL, 'the fastest path', progress=progress)
