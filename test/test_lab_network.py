@@ -100,13 +100,14 @@ def longest_gap(samples, t0: float, t1: float) -> float:
     return float(np.diff([t0, *t, t1]).max())
 
 
-def sim_timing() -> tuple[float, float]:
-    """(write-to-effect delay of the virtual cubes, coast time of a released cube) of the sim profile."""
+def sim_timing() -> tuple[float, float, float]:
+    """(write-to-effect delay of the virtual cubes, coast time of a released cube, physics step) of the sim
+    profile."""
     mat_sim = {}
     for path in profiles.profile_files('sim'):
         mat_sim.update((yaml.safe_load(path.read_text()).get('mat_sim') or {}).get('ros__parameters') or {})
     dt = 1.0 / float(mat_sim.get('physics_rate_hz', 1.0 / WorldParams.dt))
-    return float(mat_sim.get('command_delay_s', WorldParams.command_delay)), max(0.0, WorldParams.motor_tau - dt)
+    return float(mat_sim.get('command_delay_s', WorldParams.command_delay)), max(0.0, WorldParams.motor_tau - dt), dt
 
 
 def navigator_setting(name: str):
@@ -317,14 +318,15 @@ def test_the_bag_recorded_on_the_laptop_replays_with_zero_divergence(lab_run):
 
 
 def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation_resumes(lab_run):
-    delay, coast = sim_timing()
+    delay, coast, step = sim_timing()
     duration = navigator_setting('command_duration_ms') / 1000.0
     moving = travel_before(lab_run.truth_loss, lab_run.t_loss)
     assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when the link went: {np.round(moving, 1)}'
     stops = stop_times(lab_run.truth_loss, lab_run.t_loss + delay, coast)
     gap = longest_gap(lab_run.truth_loss, lab_run.t_loss, lab_run.t_loss + delay + duration + 0.2)
-    assert max(stops) <= duration + 0.05, f'stop times after the link loss (s): {np.round(stops, 3)}; longest ' \
-                                          f'ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
+    # what the measurement resolves: see the killed-host test
+    assert max(stops) <= duration + step + gap + 0.01, f'stop times after the link loss (s): ' \
+        f'{np.round(stops, 3)}; longest ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
     # the navigator, cut off, marked every cube stale once, and once back said each is back; the drivers kept
     # publishing (seen from the laptop)
     assert lab_run.stale_logged == {c: ['went stale', 'is back'] for c in lab_run.cubes}, lab_run.stale_logged
@@ -341,14 +343,17 @@ def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation
 
 
 def test_a_killed_navigator_host_stops_the_cubes_and_a_new_navigator_picks_the_swarm_up(lab_run):
-    delay, coast = sim_timing()
+    delay, coast, step = sim_timing()
     duration = navigator_setting('command_duration_ms') / 1000.0
     moving = travel_before(lab_run.truth_kill, lab_run.t_kill)
     assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when host b died: {np.round(moving, 1)}'
     stops = stop_times(lab_run.truth_kill, lab_run.t_kill + delay, coast)
     gap = longest_gap(lab_run.truth_kill, lab_run.t_kill, lab_run.t_kill + delay + duration + 0.2)
-    assert max(stops) <= duration + 0.05, f'stop times after the kill (s): {np.round(stops, 3)}; longest ' \
-                                          f'ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
+    # a stop is seen at the first ground-truth sample after it, and the world moves in physics steps: the bound is
+    # the command duration plus what the measurement cannot resolve (one step, the longest gap between samples)
+    resolution = step + gap
+    assert max(stops) <= duration + resolution + 0.01, f'stop times after the kill (s): {np.round(stops, 3)}; ' \
+        f'longest ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
     # the new navigator sees every cube at once but holds no goal: the user sends the goals again (README)
     for cube, s in lab_run.after_restart.items():
         assert s and s['known'] and not s['stale'] and s['goal_id'] == 0 and not s['active'], (cube, s)
@@ -367,7 +372,7 @@ def test_a_second_lab_on_another_domain_id_on_the_same_network_is_not_seen(lab_r
 def test_stop_times_find_when_the_wheels_stop_being_driven():
     """The measuring stick itself, on the simulator's own physics: a cube driving straight, one turning on the
     spot, one driven throughout and one standing still, sampled every physics step."""
-    _delay, coast = sim_timing()
+    _delay, coast, _step = sim_timing()
     world = World([(100.0, 100.0, 0.0), (200.0, 200.0, 0.0), (300.0, 300.0, 0.0), (400.0, 400.0, 0.0)],
                   params=WorldParams(dt=WorldParams.motor_tau - coast))
     world.step(0.1)
