@@ -47,6 +47,12 @@ def _header(store, ns: int):
     return store.types['std_msgs/msg/Header'](stamp=_time(store, ns), frame_id='mat')
 
 
+def _state_copy(state) -> dict:
+    """NavResult's copy of the state its tick used, as the navigator node fills it."""
+    x, y, theta, on_mat, link = state if state is not None else (math.nan, math.nan, math.nan, False, 0)
+    return dict(state_x=x, state_y=y, state_theta=theta, state_on_mat=on_mat, state_link_state=link)
+
+
 def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, goal_tick: int = 3,
                           starts=((120.0, 250.0, 0.0), (380.0, 252.0, math.pi)), goals=None, with_goals=True) -> Path:
     """Two cubes swapping places: the current controller decides, a kinematic model moves the cubes, and every
@@ -101,7 +107,7 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
                               mode='AVOID', planner='hlavoid', state_stamp=_time(store, cmd.state_stamp_ns),
                               goal_x=g.x if g else math.nan, goal_y=g.y if g else math.nan,
                               direction=g.direction if g else 2, max_speed=g.max_speed if g else 0.0,
-                              tolerance=g.tolerance if g else 0.0)
+                              tolerance=g.tolerance if g else 0.0, **_state_copy(cmd.state))
                 bag.write_message(f'/{cmd.cube}/nav_result', t + 'NavResult', tick_ns + 1_500_000, r)
             v = 0.5 * (wheels[:, 0] + wheels[:, 1]) * hp.k          # drive 50 ms with the new commands
             w = (wheels[:, 0] - wheels[:, 1]) * hp.k / hp.wheel_track
@@ -179,6 +185,39 @@ def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_ba
     report = assert_replays(lossy)
     assert report.compared['motor_cmd'] > 40
     assert any('1 of 50 ticks lack' in n for n in report.notes)
+
+
+def _without_states(bag: Path, out_path: Path, keep_copies: bool) -> None:
+    """A copy of ``bag`` that lost every third CubeState (a busy recorder on another host); without
+    ``keep_copies`` its NavResults also lack their copy of the state (as recorded by an older navigator)."""
+    store = typestore()
+    with AnyReader([bag]) as reader, BagWriter(out_path, 'mcap', store) as out:
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(bag)[PARAMETERS_KEY])
+        seen = 0
+        for conn, ns, raw in reader.messages():
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic.endswith('/state'):
+                seen += 1
+                if seen % 3 == 0:
+                    continue
+            if conn.topic.endswith('/nav_result') and not keep_copies:
+                msg.state_x = math.nan
+            out.write_message(conn.topic, conn.msgtype, ns, msg)
+
+
+def test_states_the_recorder_lost_are_taken_from_the_nav_results(loop_bag, tmp_path):
+    lossy = tmp_path / 'lossy'
+    _without_states(loop_bag, lossy, keep_copies=True)
+    report = assert_replays(lossy)
+    whole = replay_bag(loop_bag)
+    assert report.ticks == whole.ticks and report.compared == whole.compared
+    assert any('states the bag lost were taken from the copies in the NavResults' in n for n in report.notes)
+    # without the copies those ticks cannot be rebuilt: they are named and left out, never guessed
+    bare = tmp_path / 'bare'
+    _without_states(loop_bag, bare, keep_copies=False)
+    report = replay_bag(bare)
+    assert report.ticks < whole.ticks
+    assert any('the bag lost a state they used' in n for n in report.notes)
 
 
 def _without_motor_cmd(bag: Path, out_path: Path, topic: str, which) -> None:

@@ -2,8 +2,9 @@
 
 Offline, through the core (no rclpy; bags are read with rosbags): every recorded tick is rebuilt from what its
 ``<cube>/nav_result`` says the navigator used (the state's header stamp ``state_stamp``, looked up among the
-bag's ``<cube>/state`` messages, and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed,
-tolerance, so goals sent through the ``navigator/set_goal`` service replay too), then a
+bag's ``<cube>/state`` messages, or, when the recorder lost that state, the copy the NavResult carries in its
+``state_*`` fields; and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed, tolerance, so
+goals sent through the ``navigator/set_goal`` service replay too), then a
 :class:`~toio_navigator.navigation.controller.SwarmController` steps at the tick stamp (``header.stamp``) and its
 decision is compared field by field, within tolerances, with the recorded NavResult and MotorCommand. The
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
@@ -43,6 +44,8 @@ NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 's
               'reached', 'mode', 'planner')
 #: what a NavResult records of the tick's inputs (the state used, the goal pursued)
 INPUT_FIELDS = ('state_stamp', 'goal_x', 'goal_y', 'direction', 'max_speed', 'tolerance')
+#: the copy of the state used (NavResults recorded before it was added lack it: the bag's states must do)
+STATE_FIELDS = ('state_x', 'state_y', 'state_theta', 'state_on_mat', 'state_link_state')
 MOTOR_FIELDS = ('left', 'right', 'duration_ms')
 FLOAT_FIELDS = ('waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
 UNSEEN = -1e4                        # SwarmController's position (and waypoint) of a cube it has no state of
@@ -202,6 +205,7 @@ def read_recording(path: str | Path) -> Recording:
                                       'navigator): the ticks cannot be rebuilt; record the run again')
                 fields_ = {f: _plain(getattr(msg, f)) for f in NAV_FIELDS + INPUT_FIELDS[1:]}
                 fields_['state_stamp_ns'] = _time_ns(msg.state_stamp)
+                fields_['state'] = _state_copy(msg, cube, fields_['state_stamp_ns'], bag_ns)
                 results.append((_stamp_ns(msg), bag_ns, cube, fields_))
             else:
                 motors.append((bag_ns, cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
@@ -456,7 +460,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                   and all(r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())),
                  len(rec.ticks))
     sent: dict[str, int] = {}
-    missing_states, incomplete, rejected = 0, 0, []
+    missing_states, from_results, incomplete, rejected = 0, 0, 0, []
     for k, tick in enumerate(rec.ticks):
         complete = len(tick.results) == len(rec.cubes)
         for cube, r in tick.results.items():
@@ -471,6 +475,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             stamp = r['state_stamp_ns']
             if stamp > 0 and int(ctrl.stamp_ns[i]) != stamp:
                 s = states.get((cube, stamp))
+                if s is None and r.get('state') is not None:
+                    s = r['state']
+                    from_results += 1
                 if s is None:
                     missing_states += 1
                     complete = False
@@ -503,6 +510,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     if incomplete:
         report.notes.append(f'{incomplete} ticks not compared: the bag lost a state they used ({missing_states} '
                             'states named by NavResults are missing) or a NavResult')
+    if from_results:
+        report.notes.append(f'{from_results} states the bag lost were taken from the copies in the NavResults')
     if rejected:
         report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
     cut = sum(max(sent.get(c, 0) - len(q), 0) for c, q in rec.motors.items())
@@ -514,6 +523,15 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
     _completeness(rec, report, settings.rate_hz)
     return report
+
+
+def _state_copy(msg, cube: str, stamp_ns: int, bag_ns: int) -> StateIn | None:
+    """The state a NavResult says its tick used, from its ``state_*`` copy; None when it has none (no state yet,
+    or recorded before the copy was added)."""
+    if stamp_ns <= 0 or not all(hasattr(msg, f) for f in STATE_FIELDS) or not math.isfinite(msg.state_x):
+        return None
+    return StateIn(stamp_ns, bag_ns, cube, float(msg.state_x), float(msg.state_y), float(msg.state_theta),
+                   bool(msg.state_on_mat), int(msg.state_link_state))
 
 
 def _goal_of(result: dict) -> tuple | None:

@@ -286,6 +286,7 @@ class CubeCommand:
     on_mat: bool
     state_stamp_ns: int = 0   # stamp of the cube's state used in this tick (0 = none yet)
     goal: Goal | None = None  # the last goal accepted for the cube (a STOP included), None = none yet
+    state: tuple | None = None  # that state as it came (x, y, theta, on_mat, link_state); None = none yet
 
 
 class SwarmController:
@@ -305,6 +306,7 @@ class SwarmController:
         self.link_ok = np.zeros(n, dtype=bool)
         self.stamp = np.full(n, -np.inf)               # stamp of the latest state, s (the tick's time base)
         self.stamp_ns = np.zeros(n, dtype=np.int64)    # the same stamp as given, ns (echoed in CubeCommand)
+        self.state_in: list[tuple | None] = [None] * n  # that state as given (echoed in CubeCommand)
         self.frozen = np.zeros((n, 3))                 # believed final pose of a cube that went silent
         self.frozen_valid = np.zeros(n, dtype=bool)
         self.frozen_extra = np.zeros(n)                # margin added to a silent cube (uncertain stop point)
@@ -350,6 +352,7 @@ class SwarmController:
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(theta)):
             return False                               # a garbage reading never enters the arrays
         self.pose[i] = (x, y, theta)
+        self.state_in[i] = (float(x), float(y), float(theta), bool(on_mat), int(link_state))
         # a cube believed silent that reports again (still stale: e.g. its link is not up yet) is believed where it
         # says it is, not where an older reading put it: that belief would depend on states before a recording
         self.frozen_valid[i] = False
@@ -466,7 +469,7 @@ class SwarmController:
                                    (float(waypoint[i, 0]), float(waypoint[i, 1])), float(speed[i]), float(ratio[i]),
                                    bool(collision[i]), bool(g.reached) if g else False, motor, not bool(live[i]),
                                    bool(self.on_mat[i]), int(self.stamp_ns[i]) if seen[i] else 0,
-                                   self.last_goal[i]))
+                                   self.last_goal[i], self.state_in[i] if seen[i] else None))
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out

@@ -163,6 +163,10 @@ class NavigatorNode(Node):
             r.header.stamp = stamp
             r.header.frame_id = FRAME_ID
             r.state_stamp.sec, r.state_stamp.nanosec = divmod(cmd.state_stamp_ns, 1_000_000_000)
+            if cmd.state is None:
+                r.state_x = r.state_y = r.state_theta = math.nan
+            else:
+                r.state_x, r.state_y, r.state_theta, r.state_on_mat, r.state_link_state = cmd.state
             g = cmd.goal
             if g is None:
                 r.goal_x = r.goal_y = math.nan
