@@ -62,7 +62,7 @@ def test_record_a_live_replay_and_replay_the_recording_offline(child_env, ros_do
     try:
         time.sleep(3.0)                       # the recorders subscribe and read the navigator's parameters
         killer.start()
-        report = replay_live(FIXTURE, rate=1.0, wait_s=60.0)
+        report = replay_live(FIXTURE, rate=1.0, wait_s=60.0, subscribers=3)   # the navigator, both recorders
     finally:
         killer.cancel()
         killed.kill()

@@ -31,10 +31,14 @@ LIVE_TOLERANCES = {'waypoint_x': 10.0, 'waypoint_y': 10.0, 'speed_limit': 10.0, 
 LIVE_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
 
 
-def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wait_s: float = 10.0) -> ReplayReport:
+def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wait_s: float = 10.0,
+                subscribers: int = 1) -> ReplayReport:
     """Publish the bag's states and goals (restamped with the current time, at the recorded pace ÷ ``rate``) to a
     running navigator and compare the NavResults it publishes with the recorded ones: each recorded tick against
-    the live NavResult of the same cube nearest in (scaled) time, within LIVE_TOLERANCES (or ``tolerances``)."""
+    the live NavResult of the same cube nearest in (scaled) time, within LIVE_TOLERANCES (or ``tolerances``).
+    Publishing starts once every state and goal topic has ``subscribers`` subscribers (the navigator, and e.g. a
+    recorder that must get every goal): discovery matches topics one by one, so a matched state topic does not
+    mean the goal topic is matched too."""
     rec = read_recording(bag)
     tol = {**LIVE_TOLERANCES, **(tolerances or {})}
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -52,11 +56,14 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
                                  lambda m, c=c: live[c].append((time.monotonic() - started[0], m)), 10)
     try:
         deadline = time.monotonic() + wait_s
-        while any(p.get_subscription_count() == 0 for p in state_pubs.values()):
+        pubs = [*state_pubs.values(), *goal_pubs.values()]
+        while any(p.get_subscription_count() < subscribers for p in pubs):
             executor.spin_once(timeout_sec=0.05)
             if time.monotonic() > deadline:
-                raise ReplayError(f'no navigator subscribes to /{rec.cubes[0]}/state after {wait_s:.0f} s: start one '
-                                  f'with these cubes ({", ".join(rec.cubes)}) and nothing else driving them')
+                short = next(p.topic_name for p in pubs if p.get_subscription_count() < subscribers)
+                raise ReplayError(f'{short} has fewer than {subscribers} subscriber(s) after {wait_s:.0f} s: start a '
+                                  f'navigator with these cubes ({", ".join(rec.cubes)}) and nothing else driving '
+                                  'them')
         goals = list(rec.goals) + service_goals(rec)         # service goals: rebuilt from the NavResults
         events = [(s.stamp_ns, 0, s) for s in rec.states] + [(g.bag_ns, 1, g) for g in goals]
         events.sort(key=lambda e: (e[0], e[1]))
