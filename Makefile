@@ -67,10 +67,12 @@ $(ST)/pip: $(ST)/wheels setup.py
 	pip install -q -e . -c $(CON)
 	@touch $@
 
-# The README's test command: the lint rules of ruff.toml, then the suite.
+# The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
+# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
+# processes and real time, so two workers halve the wall time even on two cores.
 test: install
 	ruff check .
-	python -m pytest -q test
+	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).
 demo: install
