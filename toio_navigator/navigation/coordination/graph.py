@@ -22,7 +22,8 @@ from toio_navigator.navigation.coordination.lattice import Lattice, segments_gap
 
 FREE, AFTER, BEFORE, INVALID = 0, 1, 2, 3      # relation flags: AFTER | BEFORE = INVALID
 EITHER = 4                                     # the two moves must not overlap in time, in either order
-ATTACH = 3                                     # lattice vertices a start or goal is joined to
+ATTACH = 3                                     # lattice vertices a start or goal is joined to, at most ...
+ATTACH_REACH = 1.0                             # ... within this many spacings
 EPS = 1e-6
 
 
@@ -77,9 +78,9 @@ class CoordinationGraph:
         self.extra: list[dict[int, list[int]]] = [dict() for _ in range(v)]
         for i in range(n):
             g_ok = self._point_free(goals[i])
-            g_att = [int(x) for x in lattice.attach(goals[i], usable, spacing)] if g_ok else []
+            g_att = [int(x) for x in lattice.attach(goals[i], usable, ATTACH_REACH * spacing, ATTACH)] if g_ok else []
             g_att = [x for x in g_att if self._special_edge_ok(x, v + i)]
-            s_att = [int(x) for x in lattice.attach(starts[i], usable, spacing)]
+            s_att = [int(x) for x in lattice.attach(starts[i], usable, ATTACH_REACH * spacing, ATTACH)]
             s_att = [x for x in s_att if self._special_edge_ok(x, v + n + i)]
             self.goal_att.append(g_att)
             self.start_att.append(s_att)

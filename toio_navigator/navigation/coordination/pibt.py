@@ -21,6 +21,7 @@ import numpy as np
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 
 TURN_COST = 0.05     # route-length penalty (in spacings) per unit of (1 - cos) of a turn: fewer turns on ties
+KEEP_RIGHT = 0.0     # route-length bonus per unit of a step to the right of the way to the target
 
 
 class Pibt:
@@ -30,6 +31,7 @@ class Pibt:
         self.g = graph
         self.tiebreak = [float(t) for t in tiebreak]
         self.turn_cost = TURN_COST * graph.lattice.spacing
+        self.keep_right = KEEP_RIGHT
         self._cands: dict[tuple[int, int, int], list[int]] = {}
 
     def step(self, q_now: list[int], order: list[int], fixed: list[tuple[int, int]],
@@ -74,8 +76,11 @@ class Pibt:
         came = self.heading[i]
         way = None if came < 0 else pts[u] - pts[came]
         scored = [(g.route(i, u) - 1e-3, 0.0, u)]
+        aim = pts[g.target[i]] - pts[u]
+        aim_len = math.hypot(*aim)
+        right = np.array([-aim[1], aim[0]]) / aim_len if aim_len > 1e-9 else np.zeros(2)
         for x in g.neighbours(i, u):
-            cost = g.route(i, x)
+            cost = g.route(i, x) - self.keep_right * float((pts[x] - pts[u]) @ right)
             if way is not None:
                 step = pts[x] - pts[u]
                 norm = math.hypot(*way) * math.hypot(*step)

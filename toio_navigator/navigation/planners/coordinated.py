@@ -47,8 +47,11 @@ class CoordinatedParams:
     motor_lag: float = 0.05       # s the wheels run on after a stop
     stop_margin: float = 3.0      # u a real cube keeps before its limit
     lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
-    corner_cut: float = 4.0       # u a waypoint round a corner lets a cube cut it by
-    corner_speed: float = 60.0    # u/s through a 0-degree corner; (1 + cos(turn)) / 2 of it through a turn
+    corner_cut: float = 4.0       # u a waypoint round a corner lets a cube cut it by ...
+    corner_cut_wide: float = 12.0  # u ... when no other cube is near that corner now or soon
+    corner_speed_wide: float = 120.0   # u/s times (1 + cos(turn)) / 2 through such a corner
+    corner_speed: float = 60.0    # u/s times the cosine of a turn: through a corner no faster (a real cube
+                                  # steers late and would leave its path outwards); none through 90 degrees
     min_speed: float = 22.0       # u/s: a slower command does not move the wheels (dead zone): 0 or this
     handle_reach: float = 8.0     # u: CubeHandle's move-to-target stops this close to its waypoint
     creep_stop: float = 5.0       # u before its limit a creeping cube is stopped (it coasts about that far)
@@ -61,6 +64,8 @@ class CoordinatedParams:
     track_slack: float = 4.0      # u progress may run ahead of what a real cube was measured to move (noise)
     deviation: float = 20.0       # u: a real cube this far off its path makes everyone plan again
     rest_time: float = 0.5        # s without motion commands before the cubes count as standing still
+    reorder: bool = True          # a cube held by a late cube far from their crossing may go first
+    reorder_room: float = 20.0    # u: ... when it gets this much further and the late one can stop that far before
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
     pbs_agents: int = 20          # priority-based search is also tried for at most this many cubes ...
@@ -133,7 +138,12 @@ class CoordinatedPlanner:
         if closed and (ex.deviation > p.deviation).any():
             self._again(f'cube{int(idx[np.argmax(ex.deviation)])} {ex.deviation.max():.0f} u off its path')
             return hold
-        limit = ex.limits(pos[idx], vmax * react + p.lookahead)
+        horizon = vmax * react + p.lookahead
+        limit = ex.limits(pos[idx], horizon)
+        if p.reorder:
+            speed_now = np.hypot(*np.asarray(state.vel, float)[idx].T)
+            if ex.reorder(pos[idx], speed_now * react + vmax * dt, self.graph.D, p.reorder_room):
+                limit = ex.limits(pos[idx], horizon)
         self._watch_progress(ex, dt)
         out = hold
         if closed:
@@ -159,7 +169,7 @@ class CoordinatedPlanner:
                 out.velocity[i] = (target - pos[i]) / dt
                 out.waypoint[i] = point_at(ex.schedule.paths[k], ex.schedule.arcs[k], float(limit[k]))
             out.speed_limit[idx] = np.hypot(*out.velocity[idx].T)
-        self.last = dict(progress=ex.progress.copy(), limit=limit, agents=idx)
+        self.last = dict(progress=ex.progress.copy(), limit=limit, agents=idx, why=list(getattr(self, 'why', [])))
         return out
 
     def waits(self) -> dict[int, list[int]]:
@@ -264,12 +274,23 @@ class CoordinatedPlanner:
         n = sch.n
         speed = np.zeros(n)
         waypoint = pos.copy()
+        self.why = ['end'] * n            # diagnostics: what holds each cube's speed this tick
         far = p.handle_reach + p.steer_gap
+        # where every cube is and may be soon (its measured position and its path up to its limit), to see which
+        # corners have room around them
+        soon = []
+        for k in range(n):
+            upto = np.arange(ex.progress[k], max(limit[k], ex.progress[k]) + 10.0, 10.0)
+            soon.append(np.vstack([pos[k][None], np.array([point_at(sch.paths[k], sch.arcs[k], a) for a in upto])]))
+        owner = np.concatenate([np.full(len(pts), k) for k, pts in enumerate(soon)])
+        soon = np.vstack(soon)
+        wide = 2.0 * self.graph.D
         for k in range(n):
             path, arcs = sch.paths[k], sch.arcs[k]
             s, lim = float(ex.progress[k]), float(limit[k])
             free = lim - s - p.stop_margin
             v = float(np.clip(min((free - running[k] * lead[k]) / run, free / (lead[k] + run)), 0.0, vmax[k]))
+            self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
             reach = s + p.lookahead
             for m in range(int(np.searchsorted(arcs, s, side='right')), len(arcs) - 1):
                 corner = float(arcs[m])
@@ -279,32 +300,49 @@ class CoordinatedPlanner:
                 cos_t = float(into @ out) / max(float(np.hypot(*into) * np.hypot(*out)), 1e-12)
                 if cos_t > 0.999:
                     continue
+                # a corner nobody is near, now or along their next stretch, may be cut wide and taken fast
+                others = soon[owner != k]
+                alone = others.size == 0 or float(np.hypot(*(others - path[m]).T).min()) > wide
+                if alone:       # round the corner, however sharp, on an arc
+                    cut, pass_speed = p.corner_cut_wide, p.corner_speed_wide * (1.0 + cos_t) / 2.0
+                else:           # along the path, stopping at a corner sharper than 90 degrees
+                    cut, pass_speed = p.corner_cut, p.corner_speed * max(cos_t, 0.0)
                 if corner < lim:
-                    v = min(v, p.corner_speed * (1.0 + cos_t) / 2.0 + max(corner - s, 0.0) / react[k])
+                    # through the corner at most the corner's speed: brake for it as for a limit
+                    room = max(corner - s, 0.0)
+                    cap = pass_speed + max(0.0, min((room - running[k] * lead[k]) / run,
+                                                                    room / (lead[k] + run)))
+                    if cap < v:
+                        v, self.why[k] = cap, 'corner'
                 if corner < reach:
-                    reach = min(reach, corner + _beyond_corner(float(np.hypot(*(path[m] - pos[k]))), cos_t,
-                                                               p.corner_cut))
+                    reach = min(reach, corner + _beyond_corner(float(np.hypot(*(path[m] - pos[k]))), cos_t, cut,
+                                                               alone))
                 break
             target = point_at(path, arcs, reach)
             gap = float(np.hypot(*(target - pos[k])))
             if gap < far:
-                # too close to steer by: on along the way it comes (beyond a sharp corner or the path's end)
-                m = min(max(1, int(np.searchsorted(arcs, reach - 1e-6, side='right'))), len(arcs) - 1)
-                way = path[m] - path[m - 1] if len(path) > 1 else target - pos[k]
-                norm = float(np.hypot(*way))
-                if norm > 1e-9:
-                    target = target + way / norm * (far - gap)
+                # too close to steer by: further out in the same direction (beyond a sharp corner or the end)
+                if gap > 1e-6:
+                    target = pos[k] + (target - pos[k]) * (far / gap)
+                elif len(path) > 1:
+                    m = min(max(1, int(np.searchsorted(arcs, reach - 1e-6, side='right'))), len(arcs) - 1)
+                    way = path[m] - path[m - 1]
+                    target = pos[k] + way / max(float(np.hypot(*way)), 1e-9) * far
             waypoint[k] = target
             # a cube turns in place before it drives off its path: full speed within align_full of the way to
             # its waypoint, none beyond align_stop
             way = target - pos[k]
             err = abs((math.atan2(way[1], way[0]) - heading[k] + math.pi) % (2.0 * math.pi) - math.pi)
-            v *= float(np.clip((p.align_stop - err) / (p.align_stop - p.align_full), 0.0, 1.0))
+            factor = float(np.clip((p.align_stop - err) / (p.align_stop - p.align_full), 0.0, 1.0))
+            if factor < 1.0:
+                v *= factor
+                self.why[k] = 'turning'
             if v <= 0.0:
                 continue
             if v < p.min_speed:
                 # slower does not turn the wheels: creep, once nothing faster is under way
                 v = p.min_speed if lim - s > p.creep_stop and running[k] <= p.min_speed + 1.0 else 0.0
+                self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
         return speed, waypoint
 
@@ -319,11 +357,12 @@ class CoordinatedPlanner:
         return out
 
 
-def _beyond_corner(a: float, cos_t: float, cut: float) -> float:
+def _beyond_corner(a: float, cos_t: float, cut: float, back: bool = False) -> float:
     """How far past a corner a waypoint may lie so that the straight line to it from a cube ``a`` before the
     corner passes within ``cut`` of the corner (turn with cosine ``cos_t``): the chord misses the corner by
-    a b sin(t) / |chord|; the largest b keeping that within cut. A cube turning back goes to the corner first."""
-    if cos_t < 0.0:
+    a b sin(t) / |chord|; the largest b keeping that within cut. A cube turning back (more than 90 degrees) goes
+    to the corner first, unless ``back``."""
+    if cos_t < 0.0 and not back:
         return 0.0
     sin_t = math.sqrt(max(0.0, 1.0 - cos_t * cos_t))
     den = a * a * sin_t * sin_t - cut * cut
