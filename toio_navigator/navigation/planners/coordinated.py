@@ -42,7 +42,7 @@ class CoordinatedParams:
     wall_margin: float = 1.0      # u kept from walls beyond the radius
     # real cubes (state.latency > 0) are measured with noise, steer late and cut corners:
     loop_margin: float = 13.0     # u: twice the tracking error (5) and the measurement noise (3)
-    loop_wall_margin: float = 4.0
+    loop_wall_margin: float = 7.0
     link_latency: float = 0.16    # s from the navigator's command to the cube, at worst
     motor_lag: float = 0.05       # s the wheels run on after a stop
     stop_margin: float = 3.0      # u a real cube keeps before its limit
@@ -66,6 +66,7 @@ class CoordinatedParams:
     rest_time: float = 0.5        # s without motion commands before the cubes count as standing still
     reorder: bool = True          # a cube held by a late cube far from their crossing may go first
     reorder_room: float = 20.0    # u: ... when it gets this much further and the late one can stop that far before
+    apart: float = 4.0            # u beyond touching the safety layer keeps real cubes from closing in
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
     pbs_agents: int = 20          # priority-based search is also tried for at most this many cubes ...
@@ -153,8 +154,9 @@ class CoordinatedPlanner:
             self._sent.append((self.clock - dt, np.hypot(*np.asarray(state.vel, float).T)))
             self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
             running = np.max([v for _t, v in self._sent], axis=0)
-            speed, waypoint = self._drive(ex, pos[idx], np.asarray(state.heading, float)[idx], limit, vmax, react,
-                                          running[idx], before)
+            heading = np.asarray(state.heading, float)[idx]
+            speed, waypoint = self._drive(ex, pos[idx], heading, limit, vmax, react, running[idx], before)
+            speed = self._keep_apart(pos, idx, heading, speed, np.asarray(state.vel, float), radius, react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
             if (speed > 0).any():
@@ -345,6 +347,32 @@ class CoordinatedPlanner:
                 self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
         return speed, waypoint
+
+    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, speed: np.ndarray,
+                    vel: np.ndarray, radius: np.ndarray, react: np.ndarray) -> np.ndarray:
+        """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
+        another one (both going on as they go now, within its reaction time) slows to what stops it before
+        that. Cubes passing each other side by side are not slowed; only closing in is."""
+        p = self.params
+        q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + float(speed.max(initial=0.0)) * float(
+            react.max(initial=0.0)) + 1.0)
+        if q.size == 0:
+            return speed
+        where = np.full(len(pos), -1)
+        where[idx] = np.arange(len(idx))
+        out = speed.copy()
+        for a, b, dist in zip(q.tolist(), o.tolist(), d.tolist()):
+            k = where[a]
+            if k < 0 or out[k] <= 0.0:
+                continue
+            need = radius[a] + radius[b] + p.apart
+            rel = pos[b] - pos[a]
+            closing = np.array([math.cos(heading[k]), math.sin(heading[k])]) * out[k] - vel[b]
+            c2 = float(closing @ closing)
+            t = min(max(float(rel @ closing) / c2, 0.0), react[k]) if c2 > 1e-9 else 0.0
+            if float(np.hypot(*(rel - closing * t))) < need:
+                out[k] = min(out[k], max(0.0, dist - need) / react[k])
+        return out
 
     @staticmethod
     def _overlapping(pos: np.ndarray, radius: np.ndarray, seen: np.ndarray) -> np.ndarray:
