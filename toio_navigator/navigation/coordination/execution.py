@@ -94,9 +94,12 @@ class Execution:
     def waiting(self, j: int, reach: float, leave: bool) -> bool:
         """Is a gate on cube j still to be passed: j has not come within ``release`` of the vertex at arc
         ``reach``, or (``leave``) has not gone on beyond it by ``release`` (measurement noise moves progress on
-        by a little where a cube stands)?"""
+        by a little where a cube stands) or half of its next segment if that is shorter?"""
         if leave:
-            return self.progress[j] <= reach + self.release
+            # gone on by release, or half way along a shorter next segment (a goal just beside the vertex)
+            arcs = self.schedule.arcs[j]
+            k = min(int(np.searchsorted(arcs, reach + 1e-6)), len(arcs) - 1)
+            return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
         return self.progress[j] < reach - self.release
 
     def limits(self, pos: np.ndarray, horizon: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toio_navigator.navigation.coordination.graph import CoordinationGraph
+from toio_navigator.navigation.coordination.graph import FREE, CoordinationGraph
 from toio_navigator.navigation.coordination.pibt import Pibt
 
 
@@ -152,3 +152,28 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     ranks.reverse()
     # ranks[t] was stored with the configuration reached by step t-1 -> t: shift to step t -> t+1
     return Plan(configs=configs, ranks=ranks[1:], complete=target in explored, expanded=expanded)
+
+
+def without_detours(graph: CoordinationGraph, plan: Plan) -> Plan:
+    """The plan with every pointless step back removed: a cube that moves u -> x and straight back x -> u
+    stays on u for both steps instead, where standing there does not meet anyone else's way in those steps
+    (searches like LaCAM leave such dithering in; a real cube would turn twice for nothing)."""
+    configs = [list(c) for c in plan.configs]
+    n = len(configs[0]) if configs else 0
+    changed = True
+    while changed:
+        changed = False
+        for t in range(len(configs) - 2):
+            for i in range(n):
+                u, x = configs[t][i], configs[t + 1][i]
+                if u == x or configs[t + 2][i] != u:
+                    continue
+                if all(graph.relation(u, u, configs[s][k], configs[s + 1][k]) == FREE
+                       for s in (t, t + 1) for k in range(n) if k != i):
+                    configs[t + 1][i] = u
+                    changed = True
+    # drop steps in which nobody moves any more
+    keep = [0] + [t + 1 for t in range(len(configs) - 1) if configs[t + 1] != configs[t]]
+    ranks = [plan.ranks[t - 1] for t in keep[1:]]
+    return Plan(configs=[tuple(configs[t]) for t in keep], ranks=ranks, complete=plan.complete,
+                expanded=plan.expanded)

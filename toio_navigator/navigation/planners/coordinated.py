@@ -224,6 +224,7 @@ class CoordinatedPlanner:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
             if other is not None and (not plan.complete or len(other.configs) < len(plan.configs)):
                 plan = other
+        plan = lacam.without_detours(graph, plan)
         self.graph, self.plan, self.agents, self.key = graph, plan, idx, key
         self.execution = Execution(schedule.build(graph, plan), p.release if closed else 1e-9,
                                    p.stray if closed else 0.0)
@@ -342,8 +343,11 @@ class CoordinatedPlanner:
             if v <= 0.0:
                 continue
             if v < p.min_speed:
-                # slower does not turn the wheels: creep, once nothing faster is under way
-                v = p.min_speed if lim - s > p.creep_stop and running[k] <= p.min_speed + 1.0 else 0.0
+                # slower does not turn the wheels: creep, when that still stops within the limit whatever is
+                # under way, or once nothing faster is under way
+                creep = (lim - s > p.creep_stop and running[k] <= p.min_speed + 1.0) or \
+                    free >= running[k] * lead[k] + p.min_speed * run
+                v = p.min_speed if creep else 0.0
                 self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
         return speed, waypoint
