@@ -202,7 +202,8 @@ class Execution:
         if reach <= s0:
             return None
         samples = np.arange(s0, reach + SAMPLE, SAMPLE)
-        pts = np.array([point_at(sch.paths[j], sch.arcs[j], a) for a in samples])
+        path, arcs = sch.paths[j], sch.arcs[j]
+        pts = np.column_stack([np.interp(samples, arcs, path[:, 0]), np.interp(samples, arcs, path[:, 1])])
         d = point_segment_distance(pts[:, None, :], way[None, :-1], way[None, 1:]).min(axis=1)
         close = np.nonzero(d < distance - HAIR)[0]
         return float(samples[close[0]]) if close.size else None

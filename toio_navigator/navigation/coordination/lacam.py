@@ -67,7 +67,7 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
         routes = [graph.route(i, x) for i, x in enumerate(config)]
         if parent is None:
             heading = [-1] * n
-            priority = np.array(routes) / graph.lattice.spacing * 1e-3
+            priority = np.minimum(np.array(routes) / graph.lattice.spacing, 1e6) * 1e-3   # unreachable: large
         else:
             heading = [p if p != c else h for p, c, h in zip(parent.config, config, parent.heading)]
             at = np.array([c == t for c, t in zip(config, target)])

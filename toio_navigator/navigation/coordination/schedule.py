@@ -6,8 +6,8 @@ polyline with arc length), and wherever two cubes' ways conflict (come closer th
 the one that goes there later in the plan waits until the other has passed. A cube's way consists of *items*:
 standing on a vertex (a point) and moving along an edge (a segment). For every item of a cube, its *gates* list
 the conflicting items of other cubes that come first in the plan: (cube j, the vertex along its path j must have
-reached, or left when it is standing there that conflicts, the distance to keep). The cube may advance along an item only while every point it reaches keeps that
-distance from what is left of j's path up to there.
+reached, or left when standing there is what conflicts, the distance to keep). The cube may advance along an
+item only while every point it reaches keeps that distance from what is left of j's path up to there.
 
 The plan never lets two conflicting items overlap in time, and within a step its ranks order the moves, so
 "comes first" is a strict order of the items and the waits form no cycle: the cube holding the earliest item

@@ -90,6 +90,7 @@ class CoordinatedPlanner:
         self.clock = 0.0
         self.last_motion = -math.inf
         self.replan = True            # plan at the next chance
+        self.planned_at = 0.0
         self.key = None               # what the current plan was made for
         self.agents = np.zeros(0, np.int64)
         self.graph: CoordinationGraph | None = None
@@ -229,6 +230,7 @@ class CoordinatedPlanner:
         self.execution = Execution(schedule.build(graph, plan), p.release if closed else 1e-9,
                                    p.stray if closed else 0.0)
         self.replan = False
+        self.planned_at = self.clock
         self.plans += 1
         self.best_progress, self.since_progress = 0.0, 0.0
 
@@ -259,8 +261,8 @@ class CoordinatedPlanner:
             self.since_progress += dt
         if self.since_progress >= p.stall_time:
             self._again(f'no progress for {self.since_progress:.1f} s')
-        elif not left.any() and not self.plan.complete:
-            self._again('the end of a partial plan')
+        elif not left.any() and not self.plan.complete and self.clock - self.planned_at >= p.stall_time:
+            self._again('the end of a plan that could not reach every goal')
 
     # ------------------------------------------------------------------------------------------------ driving
     def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, limit: np.ndarray, vmax: np.ndarray,
@@ -284,7 +286,9 @@ class CoordinatedPlanner:
         soon = []
         for k in range(n):
             upto = np.arange(ex.progress[k], max(limit[k], ex.progress[k]) + 10.0, 10.0)
-            soon.append(np.vstack([pos[k][None], np.array([point_at(sch.paths[k], sch.arcs[k], a) for a in upto])]))
+            path, arcs = sch.paths[k], sch.arcs[k]
+            soon.append(np.vstack([pos[k][None], np.column_stack([np.interp(upto, arcs, path[:, 0]),
+                                                                  np.interp(upto, arcs, path[:, 1])])]))
         owner = np.concatenate([np.full(len(pts), k) for k, pts in enumerate(soon)])
         soon = np.vstack(soon)
         wide = 2.0 * self.graph.D
