@@ -52,14 +52,16 @@ class Plan:
 
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
-           refine: int = 0) -> Plan:
+           refine: int = 0, keep_right: float = 0.0) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
-    the shortest known way to it, and branches that cannot beat the plan are dropped)."""
+    the shortest known way to it, and branches that cannot beat the plan are dropped). ``keep_right``: PIBT's
+    preference for steps to the right of the way to the target (pibt.Pibt.keep_right)."""
     n = len(start)
     target = tuple(int(t) for t in graph.target)
     pibt = Pibt(graph, rng.random(n) + 0.5)
+    pibt.keep_right = keep_right
     tie = rng.random(n) * 1e-3
     step = max(graph.longest_edge, graph.lattice.spacing)
 

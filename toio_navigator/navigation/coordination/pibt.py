@@ -21,7 +21,6 @@ import numpy as np
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 
 TURN_COST = 0.05     # route-length penalty (in spacings) per unit of (1 - cos) of a turn: fewer turns on ties
-KEEP_RIGHT = 0.0     # route-length bonus per unit of a step to the right of the way to the target
 
 
 class Pibt:
@@ -31,7 +30,7 @@ class Pibt:
         self.g = graph
         self.tiebreak = [float(t) for t in tiebreak]
         self.turn_cost = TURN_COST * graph.lattice.spacing
-        self.keep_right = KEEP_RIGHT
+        self.keep_right = 0.0          # route-length bonus per unit of a step to the right of the way to the target
         self._cands: dict[tuple[int, int, int], list[int]] = {}
 
     def step(self, q_now: list[int], order: list[int], fixed: list[tuple[int, int]],

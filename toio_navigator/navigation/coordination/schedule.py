@@ -125,3 +125,52 @@ def _close_pairs(graph: CoordinationGraph, items: list[_Item]):
     for k, m in zip(q[keep].tolist(), p[keep].tolist()):
         if items[k].cube != items[m].cube:
             yield items[k], items[m]
+
+
+def duration(sch: Schedule, speed: float, turn_time: float, wait_time: float) -> float:
+    """A rough time to carry the schedule out, to choose between plans: every segment takes its length at
+    ``speed`` plus ``turn_time`` per half turn at its start, and starts when the segment before it and everything
+    it waits for are done, ``wait_time`` later when it had to wait for another cube (a real cube stops there and
+    sets off again). The latest end is the estimate."""
+    def needs(i: int, m: int) -> list[tuple[int, int]]:
+        out = []
+        for j, reach, _d, leave in sch.gates[i][m]:
+            arcs = sch.arcs[j]
+            k = int(np.searchsorted(arcs, reach - 1e-6, side='left')) + (1 if leave else 0)
+            if min(k, len(arcs) - 1) >= 1:
+                out.append((j, min(k, len(arcs) - 1)))
+        return out
+
+    done: dict[tuple[int, int], float] = {}
+    budget = 50 * sum(len(a) for a in sch.arcs) + 100      # the waits have no cycle; this only guards that
+    for i in range(sch.n):
+        for last in range(1, len(sch.arcs[i])):
+            stack = [(i, last)]
+            while stack:                       # depth first, each segment after what it depends on
+                budget -= 1
+                if budget < 0:
+                    return math.inf
+                node = stack[-1]
+                if node in done:
+                    stack.pop()
+                    continue
+                x, m = node
+                pending = [d for d in ([(x, m - 1)] if m >= 2 else []) + needs(x, m) if d not in done]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                start = done.get((x, m - 1), 0.0)
+                waited = max((done[d] for d in needs(x, m)), default=0.0)
+                if waited > start:
+                    start = waited + wait_time
+                path = sch.paths[x]
+                seg = path[m] - path[m - 1]
+                turn = 0.0
+                if m >= 2:
+                    before = path[m - 1] - path[m - 2]
+                    norm = float(np.hypot(*seg) * np.hypot(*before))
+                    if norm > 1e-9:
+                        turn = math.acos(max(-1.0, min(1.0, float(seg @ before) / norm))) / math.pi
+                done[node] = start + float(np.hypot(*seg)) / speed + turn_time * turn
+    return max(done.values(), default=0.0)

@@ -70,7 +70,13 @@ class CoordinatedParams:
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
     pbs_agents: int = 20          # priority-based search is also tried for at most this many cubes ...
-    pbs_budget: int = 100         # ... with this many branches, when the first plan is long
+    pbs_budget: int = 100         # ... with this many branches
+    tries_small: int = 4          # searches (seeds, with and without keep-right) for at most pbs_agents cubes ...
+    tries_large: int = 2          # ... for at most twice as many (one beyond)
+    keep_right: float = 0.15      # the keep-right preference of every other search (cubes meeting head-on pass)
+    estimate_speed: float = 100.0  # the model that picks a plan for real cubes: u/s along a segment, ...
+    estimate_turn: float = 0.8     # ... s per half turn, ...
+    estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
     pbs_limit: int = 300          # steps of one cube's path in that search
     goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
 
@@ -218,13 +224,23 @@ class CoordinatedPlanner:
         graph = CoordinationGraph(lattice, pos[idx], goals, distance, pos[others],
                                   distance + radius[others] - r)
         start = [graph.V + graph.N + k for k in range(graph.N)]
-        rng = np.random.default_rng(self.seed + self.plans)
-        plan = lacam.search(graph, start, rng, p.budget)
-        bound = max(graph.route(k, start[k]) for k in range(graph.N)) / lattice.spacing
-        if graph.N <= p.pbs_agents and (not plan.complete or len(plan.configs) - 1 > 1.2 * bound + 2):
+        # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
+        tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
+        plans = []
+        for k in range(tries):
+            rng = np.random.default_rng(self.seed + self.plans + 1000 * (k // 2))
+            plans.append(lacam.search(graph, start, rng, p.budget, keep_right=p.keep_right * (k % 2)))
+        if graph.N <= p.pbs_agents:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
-            if other is not None and (not plan.complete or len(other.configs) < len(plan.configs)):
-                plan = other
+            if other is not None:
+                plans.append(other)
+        speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
+            float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
+
+        def cost(candidate):
+            candidate = lacam.without_detours(graph, candidate)
+            return (not candidate.complete, schedule.duration(schedule.build(graph, candidate), speed, turn, wait))
+        plan = min(plans, key=cost)
         plan = lacam.without_detours(graph, plan)
         self.graph, self.plan, self.agents, self.key = graph, plan, idx, key
         self.execution = Execution(schedule.build(graph, plan), p.release if closed else 1e-9,
