@@ -98,6 +98,8 @@ class Execution:
         if leave:
             # gone on by release, or half way along a shorter next segment (a goal just beside the vertex)
             arcs = self.schedule.arcs[j]
+            if self.progress[j] >= arcs[-1] - self.release and arcs[-1] > reach:
+                return False                    # it has gone on to the end of its path (a goal beside the vertex)
             k = min(int(np.searchsorted(arcs, reach + 1e-6)), len(arcs) - 1)
             return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
         return self.progress[j] < reach - self.release
