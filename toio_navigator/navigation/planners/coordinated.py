@@ -28,7 +28,7 @@ import numpy as np
 from toio_navigator.navigation.coordination import lacam, prioritized, schedule
 from toio_navigator.navigation.coordination.execution import Execution, point_at
 from toio_navigator.navigation.coordination.graph import CoordinationGraph
-from toio_navigator.navigation.coordination.lattice import ROW, Lattice
+from toio_navigator.navigation.coordination.lattice import ROW, Lattice, wall_gap
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
 
@@ -164,6 +164,7 @@ class CoordinatedPlanner:
             heading = np.asarray(state.heading, float)[idx]
             speed, waypoint = self._drive(ex, pos[idx], heading, limit, vmax, react, running[idx], before)
             speed = self._keep_apart(pos, idx, heading, speed, np.asarray(state.vel, float), radius, react)
+            speed = self._keep_off_walls(pos[idx], heading, speed, radius[idx], react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
             if (speed > 0).any():
@@ -396,6 +397,27 @@ class CoordinatedPlanner:
             t = min(max(float(rel @ closing) / c2, 0.0), react[k]) if c2 > 1e-9 else 0.0
             if float(np.hypot(*(rel - closing * t))) < need:
                 out[k] = min(out[k], max(0.0, dist - need) / react[k])
+        return out
+
+    def _keep_off_walls(self, pos: np.ndarray, heading: np.ndarray, speed: np.ndarray, radius: np.ndarray,
+                        react: np.ndarray) -> np.ndarray:
+        """The same for walls and disc obstacles: a real cube whose way ahead (its heading, for its reaction time
+        at its speed) comes closer to a wall than touching + ``apart`` / 2, closer than it is now, slows to stop
+        before that."""
+        walls = self.graph.lattice.walls if self.graph is not None else np.zeros((0, 5))
+        moving = np.nonzero(speed > 0.0)[0]
+        if len(walls) == 0 or moving.size == 0:
+            return speed
+        t = np.linspace(0.0, 1.0, 6)
+        way = np.column_stack([np.cos(heading[moving]), np.sin(heading[moving])])
+        reach = (speed[moving] * react[moving])[:, None, None] * t[None, :, None]
+        ahead = pos[moving][:, None, :] + way[:, None, :] * reach              # (M, 6, 2)
+        gap = wall_gap(ahead.reshape(-1, 2), walls).reshape(len(moving), -1) - radius[moving][:, None]
+        need = 0.5 * self.params.apart
+        closing = (gap[:, 1:].min(axis=1) < need) & (gap[:, 1:].min(axis=1) < gap[:, 0])
+        out = speed.copy()
+        out[moving[closing]] = np.minimum(out[moving[closing]],
+                                          np.maximum(gap[closing, 0] - need, 0.0) / react[moving[closing]])
         return out
 
     @staticmethod
