@@ -67,8 +67,9 @@ $(ST)/pip: $(ST)/wheels setup.py
 	pip install -q -e . -c $(CON)
 	@touch $@
 
-# The README's test command.
+# The README's test command: the lint rules of ruff.toml, then the suite.
 test: install
+	ruff check .
 	python -m pytest -q test
 
 # The README's demo command (simulated cubes).

@@ -53,31 +53,14 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> str:
     return err or ''
 
 
-#: the one traceback a BLE driver may print on Ctrl-C: cube_driver._on_position publishes from the bleak loop
-#: thread without the "context still valid" guard _publish_state has, so a position arriving after rclpy's SIGINT
-#: handler shut the context down fails (the simulated link delivers on the executor thread and never hits this).
-#: To be fixed in cube_driver (not this task's file); every other traceback fails the tests.
-KNOWN_SHUTDOWN_RACE = "Failed to publish: publisher's context is invalid"
-
-
-def unexpected_tracebacks(stderr: str) -> list[str]:
-    """The tracebacks in a process's stderr, but for the known shutdown race above."""
-    unexpected = []
-    for block in stderr.split('Traceback (most recent call last):')[1:]:
-        # the exception is the first line after the indented frames (log lines may follow it)
-        exception = next((line for line in block.strip('\n').splitlines() if line and not line[0].isspace()), '')
-        if KNOWN_SHUTDOWN_RACE not in exception:
-            unexpected.append(block)
-    return unexpected
-
-
 class Probe:
     """A node of the test on its own context: collects messages, publishes, spins until a condition holds."""
 
     def __init__(self, domain_id: int, name: str = 'bluez_probe') -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
+        # rclpy only here: test_bluez_service.py uses this module without ROS
+        import rclpy  # noqa: PLC0415
+        from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+        from rclpy.node import Node  # noqa: PLC0415
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
@@ -100,7 +83,7 @@ class Probe:
         self.spin_until(lambda: False, seconds)
 
     def close(self) -> None:
-        import rclpy
+        import rclpy  # noqa: PLC0415 (see __init__)
 
         self.executor.shutdown()
         self.node.destroy_node()

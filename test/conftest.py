@@ -74,7 +74,8 @@ def child_env(ros_domain: int) -> dict[str, str]:
 @pytest.fixture
 def ros(ros_domain: int):
     """An rclpy context of its own on this test's DDS domain (in-process nodes), shut down after the test."""
-    import rclpy
+    # optional: every test module loads this file, and the core's tests run without ROS
+    import rclpy  # noqa: PLC0415 optional, see above
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_domain)

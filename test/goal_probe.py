@@ -9,17 +9,19 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from toio_navigator.nodes import bringup
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from toio_navigator.launching import profiles
+from toio_navigator.launching.supervisor import Children
+from toio_navigator.msg import CubeState
 
 
 class Probe:
     """A node in this process on DDS domain ``domain`` (rclpy must be importable), watching ``children``."""
 
-    def __init__(self, name: str, children: bringup.Children, log_dir: Path, domain: int) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-
+    def __init__(self, name: str, children: Children, log_dir: Path, domain: int) -> None:
         self.children, self.log_dir = children, log_dir
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain)
@@ -47,8 +49,6 @@ class Probe:
         return future.result()
 
     def close(self) -> None:
-        import rclpy
-
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
         self.children.stop()
@@ -62,7 +62,7 @@ class Probe:
 def write_params(path: Path, text: str) -> list[Path]:
     """config/navigator.yaml plus ``text`` (YAML) written to ``path``: a bringup's parameter files."""
     path.write_text(text)
-    return [bringup.config_dir() / 'navigator.yaml', path]
+    return [profiles.config_dir() / 'navigator.yaml', path]
 
 
 def start_navigator(tmp_path: Path, env: dict, cubes: list[str], extra_yaml: str = '') -> Probe:
@@ -70,19 +70,19 @@ def start_navigator(tmp_path: Path, env: dict, cubes: list[str], extra_yaml: str
     files = write_params(tmp_path / 'navigator_only.yaml',
                          f'/**:\n  ros__parameters:\n    cubes: [{", ".join(cubes)}]\n'
                          f'navigator:\n  ros__parameters:\n    tick_on_fresh_states: false\n{extra_yaml}')
-    nodes = [(spec, ns) for spec, ns in bringup.plan('sim', cubes) if spec.executable == 'navigator']
+    nodes = [(spec, ns) for spec, ns in profiles.plan('sim', cubes) if spec.executable == 'navigator']
     return start_nodes(tmp_path, env, nodes, files, 'navigator_probe')
 
 
 def start_bringup(tmp_path: Path, env: dict, profile: str, cubes: list[str], yaml_text: str) -> Probe:
     """A profile's nodes for ``cubes`` with config/navigator.yaml, the profile's YAML and ``yaml_text``."""
-    files = bringup.profile_files(profile) + write_params(tmp_path / 'test.yaml', yaml_text)[1:]
-    return start_nodes(tmp_path, env, bringup.plan(profile, cubes), files, f'{profile}_probe')
+    files = profiles.profile_files(profile) + write_params(tmp_path / 'test.yaml', yaml_text)[1:]
+    return start_nodes(tmp_path, env, profiles.plan(profile, cubes), files, f'{profile}_probe')
 
 
 def start_nodes(tmp_path: Path, env: dict, nodes, files, name: str) -> Probe:
     """``nodes`` ((NodeSpec, namespace) pairs) with parameter ``files``, logs in tmp_path/logs, and a probe."""
-    children = bringup.Children()
+    children = Children()
     log_dir = tmp_path / 'logs'
     children.start(nodes, files, env=env, log_dir=log_dir)
     try:
@@ -94,8 +94,6 @@ def start_nodes(tmp_path: Path, env: dict, nodes, files, name: str) -> Probe:
 
 def cube_state(cube: str, x: float, y: float, theta: float, stamp, on_mat: bool = True):
     """A CubeState of a connected cube at mat (x, y, theta), stamped ``stamp`` (builtin_interfaces/Time)."""
-    from toio_navigator.msg import CubeState
-
     msg = CubeState(cube=cube, x=float(x), y=float(y), theta=float(theta), on_mat=on_mat,
                     link_state=CubeState.LINK_CONNECTED)
     msg.header.stamp = stamp

@@ -11,7 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-from toio_navigator.nodes import bringup
+import rclpy
+from geometry_msgs.msg import PoseArray
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from toio_navigator.cube import protocol as p
+from toio_navigator.launching import profiles
+from toio_navigator.msg import BleFrame, CubeState, NavGoal
+from toio_navigator.nodes.qos import BLE_QOS
 
 #: what must never appear in the output of a stopping bringup (each was seen before the lifecycle work)
 BAD_LOG_TEXT = ('Traceback', '[FATAL]', 'context is invalid', 'exception was never retrieved',
@@ -32,7 +41,7 @@ def write_cubes(path: Path, poses) -> list[Path]:
     path.write_text(f'/**:\n  ros__parameters:\n    cubes: [{", ".join(names)}]\n'
                     f'/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    id_notify_interval_ms: 20\n'
                     f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n    ground_truth_rate_hz: 50.0\n')
-    return [bringup.config_dir() / 'navigator.yaml', path]
+    return [profiles.config_dir() / 'navigator.yaml', path]
 
 
 def start_bringup(args: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -87,15 +96,6 @@ class Probe:
     write to its simulated cube."""
 
     def __init__(self, names: list[str]) -> None:
-        import rclpy
-        from geometry_msgs.msg import PoseArray
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from rclpy.qos import qos_profile_sensor_data
-
-        from toio_navigator.msg import BleFrame, CubeState, NavGoal
-        from toio_navigator.nodes.qos import BLE_QOS
-
         self.rclpy, self.NavGoal, self.CubeState = rclpy, NavGoal, CubeState
         self.names = names
         self.context = rclpy.Context()
@@ -116,8 +116,6 @@ class Probe:
         self.node.create_subscription(PoseArray, 'mat_sim/ground_truth', self._on_truth, qos_profile_sensor_data)
 
     def _on_tx(self, cube: str, frame) -> None:
-        from toio_navigator.cube import protocol as p
-
         if frame.uuid != p.Characteristic.MOTOR_CONTROL.value or frame.op != frame.WRITE:
             return
         command = p.decode_command(p.Characteristic.MOTOR_CONTROL, bytes(frame.data))

@@ -10,13 +10,21 @@ import numpy as np
 import pytest
 
 from toio_navigator.arena import executor as ex
-from toio_navigator.arena.executor import (ArenaExecutor, GoalRequest, LogLine, Mode, PathReport, Report, StopCube,
-                                           TurnRequest)
+from toio_navigator.arena.executor import (
+    ArenaExecutor,
+    GoalRequest,
+    LogLine,
+    Mode,
+    PathReport,
+    Report,
+    StopCube,
+    TurnRequest,
+)
 from toio_navigator.arena.fastest_path import actions_to_commands, fastest_path
 from toio_navigator.arena.geometry import Pose
 from toio_navigator.arena.layout import load_layout
-from toio_navigator.arena.simulation import run_exploration
 from toio_navigator.settings.arena_explorer import ArenaNodeSettings
+from toio_navigator.sim.arena_run import run_exploration
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'

@@ -10,11 +10,19 @@ import pytest
 
 from toio_navigator import cli
 from toio_navigator.arena.explorer import (
-    FORWARD, LEFT, PHOTO, RIGHT, SENSE, ArenaExplorer, ExplorerConfig, ProtocolError)
+    FORWARD,
+    LEFT,
+    PHOTO,
+    RIGHT,
+    SENSE,
+    ArenaExplorer,
+    ExplorerConfig,
+    ProtocolError,
+)
 from toio_navigator.arena.geometry import SIX_SENSORS, Pose, footprint
 from toio_navigator.arena.grid import ArenaBelief, ScoreRules
 from toio_navigator.arena.layout import ArenaLayout, ImageCard, grid_to_rows, load_layout
-from toio_navigator.arena.simulation import SimulatedArenaRobot, run_exploration
+from toio_navigator.sim.arena_run import SimulatedArenaRobot, run_exploration
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
 EMPTY = np.zeros((20, 15), dtype=bool)
@@ -208,7 +216,7 @@ def test_a_photo_is_requested_for_an_obstacle_on_the_left_and_bounds_shift_the_r
     ex, robot = stepper(grid, start=Pose(4, 1, 0), image_mode=True)
     answer(ex, robot, ex.next_move())
     assert ex.next_move().kind == PHOTO
-    ex.on_photo([(6, 'LEFT'), (-1, 'CENTRE')])                     # LEFT in the picture = one cell towards the robot's rear
+    ex.on_photo([(6, 'LEFT'), (-1, 'CENTRE')])     # LEFT in the picture = one cell towards the robot's rear
     assert [(r.id, r.x, r.y, r.face) for r in ex.images] == [(6, 2, 0, 1)]
     assert ex.next_move().kind != PHOTO        # one photo per pose
     ex2, robot2 = stepper(grid, start=Pose(4, 1, 0), image_mode=False)

@@ -11,6 +11,7 @@ from toio_navigator import cli
 from toio_navigator.arena.fastest_path import actions_to_commands, fastest_path, route_cost
 from toio_navigator.arena.geometry import Pose
 from toio_navigator.arena.layout import load_layout
+from toio_navigator.arena.render import ascii_map, save_png
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
 STEP = {0: (0, 1), 1: (1, 0), 2: (0, -1), 3: (-1, 0)}
@@ -185,7 +186,6 @@ def test_cli_reports_no_path_and_bad_input(tmp_path, capsys):
 
 
 def test_route_pictures(tmp_path):
-    from toio_navigator.arena.render import ascii_map, save_png
     grid = np.zeros((20, 15), dtype=bool)
     grid[10, 7] = True
     route = fastest_path(grid, turn_cost=2)

@@ -6,18 +6,29 @@ the current SwarmController and a kinematic model, so the replay mechanics are t
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sqlite3
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags import replay_cli
 from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
-from toio_navigator.bags.replay import (PARAMETERS_KEY, ReplayError, bag_custom_data, read_recording, replay_bag,
-                                        service_goals)
+from toio_navigator.bags.replay import (
+    PARAMETERS_KEY,
+    ReplayError,
+    bag_custom_data,
+    read_recording,
+    replay_bag,
+    service_goals,
+)
 from toio_navigator.bags.testing import assert_replays, bags_in
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 
@@ -108,8 +119,6 @@ def loop_bag(tmp_path_factory) -> Path:
 
 def _edit_nav_result(src: Path, dst: Path, tick_index: int, cube: str, field: str, value) -> None:
     """Copy a bag, changing one field of one recorded NavResult (the tick_index-th of that cube)."""
-    from rosbags.highlevel import AnyReader
-
     store = typestore()
     with AnyReader([src]) as reader, BagWriter(dst, 'mcap', store) as out:
         out.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
@@ -156,8 +165,6 @@ def test_changing_one_navigator_parameter_fails_the_replay_naming_the_message(lo
 
 
 def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_bag, tmp_path):
-    from rosbags.highlevel import AnyReader
-
     lossy = tmp_path / 'lossy'
     store = typestore()
     with AnyReader([loop_bag]) as reader, BagWriter(lossy, 'mcap', store) as out:
@@ -172,6 +179,33 @@ def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_ba
     report = assert_replays(lossy)
     assert report.compared['motor_cmd'] > 40
     assert any('1 of 50 ticks lack' in n for n in report.notes)
+
+
+def _without_motor_cmd(bag: Path, out_path: Path, topic: str, which) -> None:
+    """A copy of ``bag`` without the MotorCommands of ``topic`` whose index ``which(index, count)`` says."""
+    with AnyReader([bag]) as reader:
+        count = sum(1 for c, _ns, _raw in reader.messages() if c.topic == topic)
+    with AnyReader([bag]) as reader, BagWriter(out_path, 'mcap', typestore()) as out:
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(bag)[PARAMETERS_KEY])
+        seen = 0
+        for conn, ns, raw in reader.messages():
+            if conn.topic == topic:
+                seen += 1
+                if which(seen - 1, count):
+                    continue
+            out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+
+
+def test_a_recording_that_ends_before_its_last_commands_still_replays(loop_bag, tmp_path):
+    """A recorder killed between a tick's NavResult and its MotorCommand: the missing command at the very end
+    is said in a note, not a divergence; the same command missing in the middle is one."""
+    cut = tmp_path / 'cut'
+    _without_motor_cmd(loop_bag, cut, '/cube1/motor_cmd', lambda i, n: i == n - 1)
+    report = assert_replays(cut)
+    assert any('MotorCommands of the last' in n and 'it ended first' in n for n in report.notes), report.notes
+    holed = tmp_path / 'holed'
+    _without_motor_cmd(loop_bag, holed, '/cube1/motor_cmd', lambda i, n: i == n // 2)
+    assert not replay_bag(holed).ok
 
 
 def test_tolerances_forgive_small_differences_only(loop_bag, tmp_path):
@@ -241,7 +275,6 @@ def test_fixture_bags_are_small_and_both_storages_are_present():
 def _rihs01_of_generated(name: str) -> str:
     generated = Path(our_msg_dir()).parent / 'msg' / f'{name}.json'
     if not generated.is_file():
-        import sys
         generated = Path(sys.prefix) / 'share' / 'toio_navigator' / 'msg' / f'{name}.json'
     if not generated.is_file():
         pytest.skip('rosidl-generated type descriptions are not installed')
@@ -250,10 +283,6 @@ def _rihs01_of_generated(name: str) -> str:
 
 
 def test_mcap_bags_open_with_the_mcap_reader_and_embed_our_generated_definitions():
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
-    from rosbags.highlevel import AnyReader
-
     bag = next(b for b in bags_in(FIXTURES) if any(f.suffix == '.mcap' for f in b.iterdir()))
     store = typestore()
     mcap_file = next(bag.glob('*.mcap'))
@@ -278,8 +307,6 @@ def test_mcap_bags_open_with_the_mcap_reader_and_embed_our_generated_definitions
 
 
 def test_sqlite3_bags_open_with_rosbags_and_carry_their_definitions():
-    from rosbags.highlevel import AnyReader
-
     bag = next(b for b in bags_in(FIXTURES) if any(f.suffix == '.db3' for f in b.iterdir()))
     db = sqlite3.connect(next(bag.glob('*.db3')))
     defs = dict(db.execute('select topic_type, encoded_message_definition from message_definitions'))
@@ -297,7 +324,6 @@ def test_sqlite3_bags_open_with_rosbags_and_carry_their_definitions():
 # ------------------------------------------------------------------------------------------------ CLI
 
 def _cli(args, capsys):
-    import argparse
     parser = argparse.ArgumentParser()
     replay_cli.add_arguments(parser)
     code = replay_cli.run(parser.parse_args([str(a) for a in args]))
@@ -339,23 +365,3 @@ def test_bags_in_lists_bag_directories_and_mcap_files(tmp_path):
     assert [p.name for p in bags_in(tmp_path)] == ['loop', 'run.mcap']
     with pytest.raises(FileNotFoundError):
         bags_in(tmp_path / 'missing')
-
-
-def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
-    import argparse
-
-    from toio_navigator.bags import record_cli
-
-    def record(args):
-        parser = argparse.ArgumentParser()
-        record_cli.add_arguments(parser)
-        return record_cli.run(parser.parse_args([str(a) for a in args]))
-
-    assert record(['-o', tmp_path / 'x', '--duration', '0']) == 2
-    assert '--duration must be > 0' in capsys.readouterr().err
-    (tmp_path / 'taken').mkdir()
-    assert record(['-o', tmp_path / 'taken']) == 2
-    assert 'already exists' in capsys.readouterr().err
-    (tmp_path / 'file.txt').write_text('not a folder')
-    assert record(['-o', tmp_path / 'file.txt' / 'bag']) == 2
-    assert 'file.txt' in capsys.readouterr().err

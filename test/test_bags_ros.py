@@ -4,6 +4,7 @@ rebuilds and that replays up to the kill; SIGINT / SIGTERM after 10,000 messages
 a finalised bag. Needs rclpy and the built messages."""
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import signal
@@ -20,8 +21,10 @@ pytest.importorskip('toio_navigator.msg')
 
 import yaml  # noqa: E402
 
+from toio_navigator.bags import record_cli  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
 from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
+from toio_navigator.bags.replay_live import replay_live  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,8 +48,6 @@ def _stop(proc: subprocess.Popen) -> str:
 
 
 def test_record_a_live_replay_and_replay_the_recording_offline(child_env, ros_domain, tmp_path, monkeypatch):
-    from toio_navigator.bags.replay_cli import replay_live
-
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     nav = _start(['toio_navigator.nodes.navigator', '--ros-args', '--params-file', str(REPO / 'config' /
@@ -127,3 +128,19 @@ def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_pat
         assert sum(c.msgcount for c in reader.connections) == info['message_count']
     finally:
         reader.close()
+
+
+def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
+    def record(args):
+        parser = argparse.ArgumentParser()
+        record_cli.add_arguments(parser)
+        return record_cli.run(parser.parse_args([str(a) for a in args]))
+
+    assert record(['-o', tmp_path / 'x', '--duration', '0']) == 2
+    assert '--duration must be > 0' in capsys.readouterr().err
+    (tmp_path / 'taken').mkdir()
+    assert record(['-o', tmp_path / 'taken']) == 2
+    assert 'already exists' in capsys.readouterr().err
+    (tmp_path / 'file.txt').write_text('not a folder')
+    assert record(['-o', tmp_path / 'file.txt' / 'bag']) == 2
+    assert 'file.txt' in capsys.readouterr().err

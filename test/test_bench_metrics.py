@@ -8,6 +8,7 @@ import pytest
 
 from toio_navigator.bench import metrics as m
 from toio_navigator.bench.metrics import MetricSetup, b0_kernel, compute_metrics
+from toio_navigator.navigation.planners.common import pairs_within
 
 
 def traj_of(*agents):
@@ -127,7 +128,6 @@ def test_contacts_match_brute_force_across_chunks(monkeypatch):
 
 
 def test_pair_search_is_exact_for_tiny_cut_offs_on_large_coordinates():
-    from toio_navigator.navigation.planners.common import pairs_within
     points = np.array([[0.0, 0.0], [1e-7, 0.0], [9000.0, 9000.0], [9000.0, 9000.0 + 5e-8]])
     q, p, _d = pairs_within(points, 1e-6)
     assert sorted(zip(q.tolist(), p.tolist())) == [(0, 1), (1, 0), (2, 3), (3, 2)]

@@ -1,6 +1,7 @@
 """Scenarios reader, the benchmark runner (holonomic and differential-drive models) and `toio-nav bench`."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
@@ -163,7 +164,6 @@ def write_scenarios(tmp_path, *entries):
 
 
 def bench(tmp_path, capsys, *argv):
-    import argparse
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     code = cli.run(parser.parse_args(list(argv)))

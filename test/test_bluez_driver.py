@@ -17,8 +17,9 @@ msg = pytest.importorskip('toio_navigator.msg')
 from sensor_msgs.msg import Imu  # noqa: E402
 from std_msgs.msg import ColorRGBA, UInt8  # noqa: E402
 
-from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop, unexpected_tracebacks  # noqa: E402
+from bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from conftest import next_domain_id, ros_env  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
@@ -66,7 +67,7 @@ def rig():
     yield rig
     errors = rig.close()
     for name, err in errors.items():
-        assert not unexpected_tracebacks(err), f'{name}: {err[-3000:]}'
+        assert not bad_lines(err), f'{name}: {err[-3000:]}'
 
 
 def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pose(rig):

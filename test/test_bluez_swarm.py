@@ -19,8 +19,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
-from bluez_rig import DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop, unexpected_tracebacks  # noqa: E402
+from bluez_rig import DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
 from conftest import REPO, next_domain_id, ros_env  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.demo_cli import swap_goals  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402
@@ -107,7 +108,7 @@ def swarm(tmp_path_factory):
     swarm = Swarm(tmp_path_factory.mktemp('bluez_swarm'))
     yield swarm
     err = swarm.close()
-    assert not unexpected_tracebacks(err), err[-3000:]
+    assert not bad_lines(err), err[-3000:]
 
 
 def test_four_cubes_on_one_adapter_swap_places_through_the_navigator_without_a_contact(swarm):

@@ -7,12 +7,20 @@ import argparse
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from toio_navigator.launching import profiles
 from toio_navigator.nodes import bringup
-from toio_navigator.settings.bringup_params import (Instance, ParamsError, check_param_file, overrides_yaml,
-                                                    route_overrides)
+from toio_navigator.settings.bringup_params import (
+    Instance,
+    ParamsError,
+    check_param_file,
+    overrides_yaml,
+    route_overrides,
+)
 
 SIM = [Instance('mat_sim')] + [Instance('cube_driver', f'/cube{i}') for i in (1, 2)] + [Instance('navigator')]
 
@@ -101,8 +109,8 @@ def test_a_parameter_file_is_checked_by_the_nodes_rules_naming_file_section_and_
 
 
 def test_the_shipped_files_pass_and_a_yaml_exponent_is_a_number(tmp_path):
-    for profile in bringup.PROFILES:
-        for path in bringup.profile_files(profile):
+    for profile in profiles.PROFILES:
+        for path in profiles.profile_files(profile):
             assert check_param_file(path)[0] == []
     path = tmp_path / 'exp.yaml'
     path.write_text('navigator: {ros__parameters: {stale_timeout_s: 5e-1}}\nrviz2: {ros__parameters: {a: 1}}\n')
@@ -129,6 +137,25 @@ def bringup_output(args, env, timeout=90):
     return done.returncode, done.stdout + done.stderr
 
 
+def bringup_until(args, env, text: str, log: Path, timeout: float = 90.0):
+    """Run a bringup until ``text`` is in its output (a busy machine may take seconds to start a node), then stop
+    it as Ctrl-C does; (exit code, output)."""
+    with open(log, 'w') as out:
+        proc = subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'bringup', *args], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, log.read_text()
+
+
 @pytest.mark.parametrize('how', ['--processes', '--single'])
 def test_an_override_beats_every_section_of_the_yaml_at_the_node(tmp_path, child_env, how):
     # the node's section under each name ROS accepts for it: the override must still win
@@ -136,11 +163,11 @@ def test_an_override_beats_every_section_of_the_yaml_at_the_node(tmp_path, child
     path.write_text('/**: {ros__parameters: {cubes: [cube1]}}\n'
                     + ''.join(f'{key}: {{ros__parameters: {{mode: AVOID, planner: hlavoid, rate_hz: 20.0}}}}\n'
                               for key in ('/**/navigator', 'navigator', '/navigator')))
-    code, out = bringup_output([how, '--only', 'navigator', '--params-file', str(path), '--duration', '1',
-                                '--ros-args', '-p', 'mode:=BOIDS_AVOID', '-p', 'planner:=orca',
-                                '-p', 'navigator:rate_hz:=10'], child_env)
-    assert code == 0, out
-    assert "navigator: 1 cubes ['cube1'], mode BOIDS_AVOID, planner orca, 10 Hz" in out
+    started = "navigator: 1 cubes ['cube1'], mode BOIDS_AVOID, planner orca, 10 Hz"
+    code, out = bringup_until([how, '--only', 'navigator', '--params-file', str(path), '--ros-args', '-p',
+                               'mode:=BOIDS_AVOID', '-p', 'planner:=orca', '-p', 'navigator:rate_hz:=10'],
+                              child_env, started, tmp_path / 'bringup.log')
+    assert code == 0 and started in out, out
 
 
 def test_a_node_that_refuses_to_start_stops_the_bringup_with_its_message(tmp_path, child_env):
@@ -150,7 +177,7 @@ def test_a_node_that_refuses_to_start_stops_the_bringup_with_its_message(tmp_pat
                     '/**/cube_driver: {ros__parameters: {transport: sim}}\n'
                     'mat_sim: {ros__parameters: {initial_poses: [100.0, 100.0, 0.0]}}\n')
     proc = subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'bringup', '--params-file',
-                             str(bringup.config_dir() / 'navigator.yaml'), '--params-file', str(path)],
+                             str(profiles.config_dir() / 'navigator.yaml'), '--params-file', str(path)],
                             env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=90)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, overlap_escape
 from toio_navigator.navigation.params import NavigatorParams
 from toio_navigator.sim.world import World

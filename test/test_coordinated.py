@@ -14,6 +14,7 @@ from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario
 from toio_navigator.bench.trial.profiles import BLE
 from toio_navigator.bench.trial.runner import run_trial
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.coordination import lacam, schedule
 from toio_navigator.navigation.coordination.execution import Execution
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph
@@ -171,7 +172,6 @@ def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on
 
 
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():
-    from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
     settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', stuck_time_s=0.3,
                                  mat_rect=(45.0, 45.0, 455.0, 455.0))
     now = [0.0]

@@ -7,9 +7,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from conftest import REPO
-
 import toio_navigator
+from conftest import REPO
 from toio_navigator.cli import COMMANDS
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import next_domain_id
 
 PROBE = Path(__file__).with_name('pubsub_probe.py')

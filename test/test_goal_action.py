@@ -19,10 +19,14 @@ msgs = pytest.importorskip('toio_navigator.msg')
 action = pytest.importorskip('toio_navigator.action')
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from action_msgs.msg import GoalStatus  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+
 from conftest import next_domain_id, ros_env  # noqa: E402
 from goal_probe import cube_state, start_navigator  # noqa: E402
-
 from toio_navigator import units  # noqa: E402
+from toio_navigator.srv import SetGoal  # noqa: E402
 
 NavigateToPose = action.NavigateToPose
 R = NavigateToPose.Result
@@ -34,10 +38,6 @@ class Navigator:
     """The navigator process, a probe, the cube states it publishes and an action client per cube."""
 
     def __init__(self, tmp_path: Path) -> None:
-        from action_msgs.msg import GoalStatus
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.action import ActionClient
-
         domain = next_domain_id()
         env = ros_env(domain)
         env['TOIO_NAV_EXECUTOR'] = 'single'
@@ -69,8 +69,6 @@ class Navigator:
                 self.state_pubs[cube].publish(cube_state(cube, *pose, stamp, on_mat=self.on_mat[cube]))
 
     def pose_msg(self, x: float, y: float, frame: str = 'mat'):
-        from geometry_msgs.msg import PoseStamped
-
         msg = PoseStamped()
         msg.header.frame_id = frame
         msg.pose.position.x, msg.pose.position.y = units.mat_to_ros_xy(x, y)
@@ -137,11 +135,11 @@ def test_cancel_stops_the_cube(fresh):
     handle = nav.send('cube2', 350.0, 200.0, feedback=lambda m: feedback.append(m))
     nav.probe.spin_until(lambda: feedback and any(m.left or m.right for m in nav.motors['cube2']), 30.0,
                          'driving commands')
+    count = len(nav.motors['cube2'])       # before the cancel: its stop may come before the result does
     nav.probe.wait_future(handle.cancel_goal_async(), 'the cancel response')
     res = nav.result(handle)
     assert res.status == nav.GoalStatus.STATUS_CANCELED
     assert res.result.outcome == R.CANCELLED and res.result.reason == 'cancelled by the caller'
-    count = len(nav.motors['cube2'])
     nav.probe.spin_for(0.5)
     after = [(m.left, m.right) for m in nav.motors['cube2'][count:]]
     assert (0, 0) in after, 'no stop after the cancel'
@@ -158,8 +156,6 @@ def test_any_newer_goal_preempts_an_action_goal(fresh, how):
         nav.goal_pubs['cube3'].publish(msgs.NavGoal(goal_id=7, cube='cube3', x=200.0, y=300.0))
         words = 'pre-empted by a newer goal from the goal topic'
     elif how == 'set_goal':
-        from toio_navigator.srv import SetGoal
-
         client = nav.probe.node.create_client(SetGoal, 'navigator/set_goal')
         answer = nav.probe.wait_future(client.call_async(SetGoal.Request(goal=msgs.NavGoal(
             goal_id=8, cube='cube3', x=200.0, y=300.0))), 'set_goal')

@@ -19,9 +19,13 @@ pytest.importorskip('toio_navigator.msg')
 action = pytest.importorskip('toio_navigator.action')
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from action_msgs.msg import GoalStatus  # noqa: E402
+from geometry_msgs.msg import PoseArray, PoseStamped  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+
 from conftest import next_domain_id, ros_env  # noqa: E402
 from goal_probe import start_bringup  # noqa: E402
-
 from toio_navigator import units  # noqa: E402
 
 NavigateToPose = action.NavigateToPose
@@ -32,10 +36,6 @@ ARRIVED_M = 0.015          # "arrives": within 15 mm of the goal
 
 class Sim:
     def __init__(self, tmp_path: Path) -> None:
-        from geometry_msgs.msg import PoseArray, PoseStamped
-        from rclpy.action import ActionClient
-        from rclpy.qos import qos_profile_sensor_data
-
         env = ros_env(next_domain_id())
         env.pop('TOIO_NAV_EXECUTOR', None)                  # the navigator's default executor
         flat = ', '.join(repr(v) for c in CUBES for v in START[c])
@@ -55,8 +55,6 @@ class Sim:
             self.truth[cube] = np.array([p.position.x, p.position.y])       # metres, frame mat
 
     def pose(self, x_m: float, y_m: float):
-        from geometry_msgs.msg import PoseStamped
-
         msg = PoseStamped()
         msg.header.frame_id = 'mat'
         msg.header.stamp = self.probe.node.get_clock().now().to_msg()
@@ -90,8 +88,6 @@ def test_a_goal_pose_brings_cube1_within_15_mm(sim):
 
 
 def test_the_action_reports_feedback_and_reaches_then_a_cancel_stops_the_cube(sim):
-    from action_msgs.msg import GoalStatus
-
     feedback = []
     goal = NavigateToPose.Goal(pose=sim.pose(*units.mat_to_ros_xy(300.0, 400.0)))
     handle = sim.probe.wait_future(sim.client.send_goal_async(goal, feedback_callback=lambda m: feedback.append(

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from toio_navigator import cli
 from toio_navigator.arena.layout import LayoutError, parse_layout
@@ -105,7 +106,6 @@ def test_conformance_numbers_too_large_for_a_float_and_deep_nesting(tmp_path, ca
 
 def bench_file(tmp_path, *entries, **defaults) -> Path:
     path = tmp_path / 'scenarios.yaml'
-    import yaml
     path.write_text(yaml.safe_dump({'version': 1, 'defaults': defaults, 'scenarios': list(entries)}))
     return path
 

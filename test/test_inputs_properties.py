@@ -14,10 +14,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_bags import write_closed_loop_bag
 from toio_navigator import cli
 from toio_navigator.bags.replay import ReplayError, navigator_config, stored_parameters
-
-from test_bags import write_closed_loop_bag
+from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
 
 REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
@@ -112,8 +112,6 @@ def test_mutated_conformance_scenarios_give_a_result_or_a_message(tmp_path_facto
 @FAST
 @given(data=st.data())
 def test_mutated_bench_files_load_or_say_what_is_wrong(tmp_path_factory, data):
-    from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
-
     tmp = tmp_path_factory.mktemp('bench')
     doc = dict(SCENARIOS, scenarios=SCENARIOS['scenarios'][:1] + SCENARIOS['scenarios'][-2:])
     doc = data.draw(mutated(doc))

@@ -20,8 +20,15 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 msgs = pytest.importorskip('toio_navigator.msg')
 
+from geometry_msgs.msg import PoseArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+
 from toio_navigator.demo_cli import BODY_RADIUS, Tracker, swap_goals  # noqa: E402
-from toio_navigator.nodes import bringup  # noqa: E402
+from toio_navigator.launching import profiles  # noqa: E402
+from toio_navigator.launching.supervisor import Children  # noqa: E402
+from toio_navigator.srv import GoalStatus, SetGoal  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
 CONTACT = 2 * BODY_RADIUS
@@ -35,25 +42,18 @@ def write_config(path: Path, poses) -> list[Path]:
     path.write_text(f'/**:\n  ros__parameters:\n    cubes: [{", ".join(names)}]\n'
                     f"/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    id_notify_interval_ms: 20\n"
                     f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n    ground_truth_rate_hz: 50.0\n')
-    return [bringup.config_dir() / 'navigator.yaml', path]
+    return [profiles.config_dir() / 'navigator.yaml', path]
 
 
 class System:
     """The bringup's processes plus a probe node in this process."""
 
     def __init__(self, tmp_path: Path, env: dict, poses) -> None:
-        from geometry_msgs.msg import PoseArray
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from rclpy.qos import qos_profile_sensor_data
-
-        from toio_navigator.srv import GoalStatus, SetGoal
-
         self.names = [f'cube{i + 1}' for i in range(len(poses))]
         self.log_dir = tmp_path / 'logs'
         files = write_config(tmp_path / 'cubes.yaml', poses)
-        self.children = bringup.Children()
-        self.children.start(bringup.plan('sim', self.names), files, env=env, log_dir=self.log_dir)
+        self.children = Children()
+        self.children.start(profiles.plan('sim', self.names), files, env=env, log_dir=self.log_dir)
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = Node('integration_probe', context=self.context)

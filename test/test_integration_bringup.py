@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from toio_navigator.launching import profiles
 from toio_navigator.nodes import bringup
 
 
@@ -20,7 +21,7 @@ def test_no_flag_means_one_process_per_node():
 
 
 def test_the_arena_profile_runs_the_sim_nodes_and_the_explorer_with_its_yaml():
-    plan = [(spec.executable, ns) for spec, ns in bringup.plan('arena', ['cube1'])]
+    plan = [(spec.executable, ns) for spec, ns in profiles.plan('arena', ['cube1'])]
     assert plan == [('mat_sim', ''), ('cube_driver', '/cube1'), ('navigator', ''), ('arena_explorer', '')]
-    assert [p.name for p in bringup.profile_files('arena')] == ['navigator.yaml', 'arena.yaml']
-    assert 'arena_explorer' not in [spec.executable for spec, _ns in bringup.plan('sim', ['cube1'])]
+    assert [p.name for p in profiles.profile_files('arena')] == ['navigator.yaml', 'arena.yaml']
+    assert 'arena_explorer' not in [spec.executable for spec, _ns in profiles.plan('sim', ['cube1'])]

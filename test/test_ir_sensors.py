@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from toio_navigator.arena.geometry import SIX_SENSORS, Pose
+from toio_navigator.arena.grid import ArenaBelief, readings_from_ir_ranges
 from toio_navigator.arena.layout import ImageCard
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualCamera, VirtualIrSensors, read_at_mat_pose
 
@@ -89,7 +90,6 @@ def test_readings_at_a_mat_pose():
 
 
 def test_ir_ranges_message_convention_round_trips_through_the_belief():
-    from toio_navigator.arena.grid import ArenaBelief, readings_from_ir_ranges
     sensors = VirtualIrSensors(EMPTY)
     ranges = sensors.read_ranges(Pose(1, 1, 0))
     assert ranges == (0, 0, 0, 1, 1, 0)  # 0 = nothing within range (msg/IrRanges.msg)

@@ -53,8 +53,9 @@ def test_a_role_that_cannot_be_started_is_refused_with_the_reason(capsys, argv, 
 def test_the_launch_argument_only_selects_the_same_nodes():
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only machine); the same selection '
                                              'is tested through toio-nav bringup --only')
-    from launch import LaunchContext
-    from launch.actions import OpaqueFunction
+    # optional: launch_ros (and launch with it) only exists on ROS machines, the other tests here run without it
+    from launch import LaunchContext  # noqa: PLC0415 optional, see above
+    from launch.actions import OpaqueFunction  # noqa: PLC0415 optional, see above
 
     path = Path(__file__).resolve().parent.parent / 'launch' / 'sim_bringup.launch.py'
     spec = importlib.util.spec_from_file_location('sim_bringup', path)

@@ -9,6 +9,10 @@ import pytest
 
 launch_ros = pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only machine); '
                                                      'the same nodes are tested through toio-nav bringup')
+from launch import LaunchContext  # noqa: E402
+from launch.actions import OpaqueFunction  # noqa: E402
+
+from toio_navigator.launching.profiles import plan, profile_files, read_cubes  # noqa: E402
 
 LAUNCH = Path(__file__).resolve().parent.parent / 'launch'
 
@@ -22,11 +26,6 @@ def load(name: str):
 
 @pytest.mark.parametrize('name, profile', [('sim_bringup.launch.py', 'sim'), ('real_bringup.launch.py', 'real')])
 def test_launch_file_starts_the_bringup_nodes(name, profile):
-    from launch import LaunchContext
-    from launch.actions import OpaqueFunction
-
-    from toio_navigator.nodes.bringup import plan, profile_files, read_cubes
-
     description = load(name)
     context = LaunchContext()
     for action in description.entities:

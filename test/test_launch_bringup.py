@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from toio_navigator.launching import profiles
 from toio_navigator.nodes import bringup
 
 
@@ -16,11 +17,11 @@ def run(argv):
 
 
 def test_sim_profile_starts_sim_drivers_and_navigator_for_every_cube_of_the_yaml(capsys):
-    files = bringup.profile_files('sim')
+    files = profiles.profile_files('sim')
     assert [f.name for f in files] == ['navigator.yaml', 'sim.yaml']
-    cubes = bringup.read_cubes(files)
+    cubes = profiles.read_cubes(files)
     assert cubes == [f'cube{i}' for i in range(1, 9)]
-    nodes = bringup.plan('sim', cubes)
+    nodes = profiles.plan('sim', cubes)
     assert [(s.executable, ns) for s, ns in nodes] == \
         [('mat_sim', '')] + [('cube_driver', f'/cube{i}') for i in range(1, 9)] + [('navigator', '')]
     assert run(['--dry-run', '--ros-args', '-p', 'mode:=BOIDS']) == 0
@@ -37,13 +38,13 @@ def test_sim_profile_starts_sim_drivers_and_navigator_for_every_cube_of_the_yaml
 
 
 def test_real_profile_has_no_simulator():
-    nodes = bringup.plan('real', bringup.read_cubes(bringup.profile_files('real')))
+    nodes = profiles.plan('real', profiles.read_cubes(profiles.profile_files('real')))
     assert {s.executable for s, _ns in nodes} == {'cube_driver', 'navigator'}
 
 
 def test_every_node_executable_has_a_ros2_run_shim_and_a_main():
     repo = Path(__file__).resolve().parent.parent
-    for spec in bringup.NODES:
+    for spec in profiles.NODES:
         shim = (repo / 'scripts' / spec.executable).read_text()
         assert spec.module in shim
 

@@ -8,8 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.controller import (NavigatorSettings, SwarmController, drive_wheels, stamp_seconds,
-                                                  saturate_keep_rotation)
+from toio_navigator.navigation.controller import (
+    NavigatorSettings,
+    SwarmController,
+    drive_wheels,
+    saturate_keep_rotation,
+    stamp_seconds,
+)
 from toio_navigator.navigation.cube_handle import CubeHandle
 from toio_navigator.navigation.handle_batch import wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, Fixes, NavigatorParams
@@ -49,8 +54,8 @@ def test_keep_rotation_saturation_keeps_the_turn_the_reference_loses():
     hp = CubeHandleParams()
     tr, rot = np.array([110.0]), np.array([40.0])          # left 130 > 115: must give up speed, not the turn
     ref_l, ref_r = wheels_batch(tr, rot, hp)
-    l, r = saturate_keep_rotation(*wheels_batch(tr, rot, replace(hp, max_spd=math.inf)), float(hp.max_spd))
-    assert max(l[0], r[0]) == pytest.approx(115.0) and l[0] - r[0] == pytest.approx(40.0)
+    left, right = saturate_keep_rotation(*wheels_batch(tr, rot, replace(hp, max_spd=math.inf)), float(hp.max_spd))
+    assert max(left[0], right[0]) == pytest.approx(115.0) and left[0] - right[0] == pytest.approx(40.0)
     assert ref_l[0] - ref_r[0] < 40.0 - 1.0                # B13: the reference truncates part of the turn
 
 

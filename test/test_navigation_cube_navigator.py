@@ -7,10 +7,11 @@ import pytest
 
 from toio_navigator.navigation.cube_navigator import CubeNavigator
 from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
-from toio_navigator.navigation.navigator import Relation
+from toio_navigator.navigation.navigator import NaviResult, Relation
 from toio_navigator.navigation.params import Fixes, NavigatorParams
 from toio_navigator.navigation.planner import SwarmState
-from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K, WHEEL_TRACK_UNITS as W
+from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
+from toio_navigator.units import WHEEL_TRACK_UNITS as W
 
 
 class ToyCube:
@@ -106,7 +107,6 @@ def test_speed_limit_units_fix_caps_in_motor_units():
     CubeNavigator.clear_registry()
     plain = CubeNavigator(register=False)
     fixed = CubeNavigator(register=False, params=NavigatorParams(fixes=Fixes(speed_limit_units=True)))
-    from toio_navigator.navigation.navigator import NaviResult
     r = NaviResult('AVOID', (0, 0), (0, 0), (0, 0), 100.0, 1.0, False)
     assert plain._drive_speed(r, 70) == 70 and fixed._drive_speed(r, 70) == pytest.approx(100 / K)
 

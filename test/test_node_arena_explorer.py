@@ -11,19 +11,39 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 
 from toio_navigator import units  # noqa: E402
 from toio_navigator.arena import mdf  # noqa: E402
-from toio_navigator.arena.geometry import Pose  # noqa: E402
-from toio_navigator.arena.layout import load_layout  # noqa: E402
-from toio_navigator.arena.simulation import run_exploration  # noqa: E402
+from toio_navigator.arena.explorer import ExplorerConfig  # noqa: E402
+from toio_navigator.arena.geometry import Pose, centre_in_range  # noqa: E402
+from toio_navigator.arena.layout import ImageCard, load_layout  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
-from toio_navigator.nodes.arena_explorer import (  # noqa: E402
-    PARAMS, ArenaExplorerNode, ArenaNodeError, arena_state, parse_waypoint, settings_from_values)
+from toio_navigator.nodes.arena_demo import path_cost, run_arena_demo  # noqa: E402
+from toio_navigator.nodes.arena_explorer import ArenaExplorerNode, arena_state  # noqa: E402
 from toio_navigator.nodes.conversions import (  # noqa: E402
-    grid_from_occupancy, occupancy_grid, poses_from_path, route_path)
+    grid_from_occupancy,
+    occupancy_grid,
+    poses_from_path,
+    route_path,
+)
+from toio_navigator.settings.arena_explorer import (  # noqa: E402
+    PARAMS,
+    ArenaNodeError,
+    parse_waypoint,
+    settings_from_values,
+)
+from toio_navigator.sim.arena_run import run_exploration  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
+from toio_navigator.srv import SetWaypoint  # noqa: E402
 
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
 
@@ -36,7 +56,6 @@ def explored_sample():
 
 
 def stamp():
-    from builtin_interfaces.msg import Time
     return Time(sec=5, nanosec=0)
 
 
@@ -88,8 +107,6 @@ def test_arena_state_carries_the_explorers_mdf_pose_and_status(explored_sample):
 
 def test_arena_state_lists_the_images_found():
     layout = load_layout(ARENAS / '01_sample_arena_1.json')
-    from toio_navigator.arena.explorer import ExplorerConfig
-    from toio_navigator.arena.layout import ImageCard
     obs = layout.obstacles
     # an obstacle cell inside the arena whose east face looks onto a free cell
     x, y = next((x, y) for y in range(20) for x in range(14) if obs[y, x] and not obs[y, x + 1])
@@ -158,7 +175,6 @@ def node(ros_domain):
 
 
 def test_node_refuses_to_start_without_a_cube_and_names_what_is_missing(node):
-    from std_srvs.srv import Trigger
     assert node.settings.waypoint == (7, 10)
     r = node._srv_start_exploration(Trigger.Request(), Trigger.Response())
     assert not r.success and 'cube1/state' in r.message
@@ -183,7 +199,6 @@ def test_waypoint_parameter_changes_at_run_time_and_bad_values_are_refused(node)
 
 
 def test_demo_reads_back_the_map_and_path_it_gets_over_ros(explored_sample):
-    from toio_navigator.nodes.arena_demo import path_cost
     layout, explorer = explored_sample
     mapping = ArenaMatMapping()
     b = explorer.belief
@@ -202,9 +217,6 @@ def test_demo_reads_back_the_map_and_path_it_gets_over_ros(explored_sample):
     (lambda d: d.update(goal={'centre': [12, 17]}), 'goal (12, 17)'),
 ])
 def test_demo_refuses_a_layout_it_cannot_run_and_names_the_problem(tmp_path, capsys, change, named):
-    import json
-
-    from toio_navigator.nodes.arena_demo import run_arena_demo
     data = json.loads((ARENAS / '02_empty.json').read_text())
     change(data)
     path = tmp_path / 'bad.json'
@@ -216,8 +228,6 @@ def test_demo_refuses_a_layout_it_cannot_run_and_names_the_problem(tmp_path, cap
 @pytest.mark.parametrize('arg, named', [('waypoint:=[20,3]', 'waypoint'), ('arena_cell_size:=-5.0', 'arena_cell_size'),
                                         ('image_mode:=true', None)])
 def test_node_process_exits_2_naming_a_bad_parameter(child_env, tmp_path, arg, named):
-    import subprocess
-    import sys
     extra = []
     if named is None:           # image mode with a camera layout that does not exist
         extra, named = ['-p', f'camera_layout:={tmp_path / "missing.json"}'], 'camera_layout'
@@ -235,11 +245,6 @@ def test_a_waypoint_must_be_a_robot_centre_whose_footprint_stays_in_the_arena():
 
 
 def test_set_waypoint_service_over_dds_sets_the_parameter_and_refuses_bad_cells(node, explored_sample):
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-
-    from toio_navigator.arena.geometry import centre_in_range
-    from toio_navigator.srv import SetWaypoint
     user = Node('user', context=node.context)
     client = user.create_client(SetWaypoint, '/arena_explorer/set_waypoint')
     ex = SingleThreadedExecutor(context=node.context)

@@ -18,11 +18,19 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
+from geometry_msgs.msg import PoseArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
 from toio_navigator.arena.explorer import PHOTO, ArenaExplorer  # noqa: E402
 from toio_navigator.arena.layout import load_layout, parse_layout  # noqa: E402
-from toio_navigator.arena.simulation import SimulatedArenaRobot  # noqa: E402
-from toio_navigator.nodes import bringup  # noqa: E402
+from toio_navigator.launching import profiles  # noqa: E402
+from toio_navigator.launching.supervisor import Children  # noqa: E402
+from toio_navigator.msg import ArenaState  # noqa: E402
 from toio_navigator.nodes.arena_demo import run_arena_demo, run_yaml  # noqa: E402
+from toio_navigator.nodes.qos import STATE_QOS  # noqa: E402
+from toio_navigator.sim.arena_run import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
@@ -48,19 +56,11 @@ def offline_mdf_after_each_move(layout, moves: int) -> dict[int, tuple[str, str]
 
 class ArenaSystem:
     def __init__(self, tmp_path: Path, env: dict, layout_path: Path) -> None:
-        from geometry_msgs.msg import PoseArray
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-        from std_srvs.srv import Trigger
-
-        from toio_navigator.msg import ArenaState
-        from toio_navigator.nodes.arena_explorer import STATE_QOS
-
-        files = bringup.profile_files('arena')
+        files = profiles.profile_files('arena')
         files.append(run_yaml(tmp_path / 'run.yaml', layout_path, 1.0, None))
         self.log_dir = tmp_path / 'logs'
-        self.children = bringup.Children()
-        self.children.start(bringup.plan('arena', ['cube1']), files, env=env, log_dir=self.log_dir)
+        self.children = Children()
+        self.children.start(profiles.plan('arena', ['cube1']), files, env=env, log_dir=self.log_dir)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=int(env['ROS_DOMAIN_ID']))
         self.node = Node('arena_probe', context=self.context)

@@ -12,15 +12,19 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
+import json  # noqa: E402
+
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.task import Future  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 
 from toio_navigator.arena import executor  # noqa: E402
+from toio_navigator.arena.explorer import ArenaExplorer  # noqa: E402
 from toio_navigator.arena.fastest_path import fastest_path  # noqa: E402
 from toio_navigator.arena.layout import load_layout  # noqa: E402
-from toio_navigator.arena.simulation import run_exploration  # noqa: E402
 from toio_navigator.msg import CubeState, IrRanges, MoveToPoseResult, NavGoal, NavResult  # noqa: E402
 from toio_navigator.nodes.arena_explorer import ArenaExplorerNode  # noqa: E402
+from toio_navigator.sim.arena_run import SimulatedArenaRobot, run_exploration  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors  # noqa: E402
 from toio_navigator.srv import SetGoal  # noqa: E402
 
@@ -186,8 +190,6 @@ def test_start_is_refused_while_running_and_terminate_reports_the_cell_the_cube_
 
 
 def _offline_mdf_after(layout, moves: int):
-    from toio_navigator.arena.explorer import ArenaExplorer
-    from toio_navigator.arena.simulation import SimulatedArenaRobot
     robot = SimulatedArenaRobot.on_layout(layout)
     explorer = ArenaExplorer(start=layout.start)
     while (cmd := explorer.next_move()) is not None:
@@ -199,12 +201,10 @@ def _offline_mdf_after(layout, moves: int):
 
 
 def _response():
-    from std_srvs.srv import Trigger
     return Trigger.Response()
 
 
 def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(ros_domain, tmp_path, monkeypatch):
-    import json
     monkeypatch.setattr(executor, 'RELEASE_GAP_S', 0.0)
     data = json.loads((ARENAS / '01_sample_arena_1.json').read_text())
     layout = load_layout(ARENAS / '01_sample_arena_1.json')

@@ -2,9 +2,9 @@
 on the simulated BLE topics, so every byte is checked exactly)."""
 from __future__ import annotations
 
+import asyncio
 import math
 import struct
-import time
 
 import pytest
 
@@ -12,19 +12,24 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from std_msgs.msg import ColorRGBA  # noqa: E402
 
-from toio_navigator import units  # noqa: E402
-from toio_navigator.cube import firmware  # noqa: E402
-from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.nodes import conversions  # noqa: E402
-from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
-from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
-from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from conftest import spin_until  # noqa: E402
+from toio_navigator import units  # noqa: E402
+from toio_navigator.cube import ble_transport, firmware  # noqa: E402
+from toio_navigator.cube import protocol as p  # noqa: E402
+from toio_navigator.cube.transport import LinkState  # noqa: E402
+from toio_navigator.nodes import conversions  # noqa: E402
+from toio_navigator.nodes.cube_driver import CubeDriverNode, shared_loop  # noqa: E402
+from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E402
+from toio_navigator.sim.virtual_cube import VirtualCubes  # noqa: E402
+from toio_navigator.sim.world import World, run_realtime  # noqa: E402
 
 CONFIG = p.Characteristic.CONFIGURATION.value
 MOTOR = p.Characteristic.MOTOR_CONTROL.value
@@ -191,7 +196,6 @@ def test_position_notification_becomes_state_pose_and_odometry(rig):
     states, poses, odoms = [], [], []
     probe.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)
     probe.create_subscription(PoseStamped, '/cube1/pose', poses.append, 10)
-    from nav_msgs.msg import Odometry
     probe.create_subscription(Odometry, '/cube1/odom', odoms.append, 10)
     motion = []
     probe.create_subscription(msg.MotionState, '/cube1/motion', motion.append, 10)
@@ -289,7 +293,6 @@ def test_link_state_is_latched_and_follows_the_peer(rig, ros):
 
 
 def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
-    from std_msgs.msg import ColorRGBA
     cube, driver, probe, ex = rig(version='2.0.0')
     results = []
     probe.create_subscription(msg.MoveToPoseResult, '/cube1/move_to_pose/result', results.append, 10)
@@ -336,12 +339,8 @@ class FakeBleak:
         self.cube.unsubscribe(char)
 
 
-def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_reconfigures(ros, monkeypatch):
-    import asyncio
-    from toio_navigator.cube import ble_transport
-    from toio_navigator.nodes.cube_driver import shared_loop
-    from toio_navigator.sim.virtual_cube import VirtualCubes
-    from toio_navigator.sim.world import World, run_realtime
+def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_reconfigures(ros, monkeypatch, tmp_path):
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))    # its claim on the cube: not seen by other test runs
 
     world = World([[150.0, 250.0, 0.0]])
     cubes = VirtualCubes(world)
@@ -437,7 +436,6 @@ def test_after_ctrl_c_shut_the_context_down_late_link_reports_and_notifications_
     """rclpy's SIGINT handler shuts the context down before main() destroys the node; the transport's thread may
     still report a lost link (the simulator went first) or deliver a notification. Neither may raise (it used to:
     'Failed to publish: publisher's context is invalid' from the link-state callback)."""
-    from toio_navigator.cube.transport import LinkState
     driver = CubeDriverNode(namespace='cube1', context=ros)
     rclpy.try_shutdown(context=ros)                       # what the SIGINT handler does
     driver._on_link_state(LinkState.RECONNECTING)

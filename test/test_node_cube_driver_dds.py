@@ -16,10 +16,11 @@ from geometry_msgs.msg import PoseArray, PoseStamped  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
+from lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
 
 MOTOR = Characteristic.MOTOR_CONTROL.value
 
@@ -29,14 +30,16 @@ def start(module: str, args: list[str], env: dict) -> subprocess.Popen:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> str:
+    """SIGINT (then kill); the process's stderr."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    try:
+        _out, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, err = proc.communicate()
+    return err
 
 
 @pytest.fixture
@@ -115,12 +118,15 @@ def test_command_bytes_reach_the_virtual_cube_which_moves_and_reports_back(probe
         # lease (1 s) runs out (before it, only after the ~20 s DDS discovery lease): the duration stops it first.
         assert travelled < 150.0, f'the cube ran on for {travelled:.0f} units after its driver died'
     finally:
-        stop(driver)
-        stop(sim)
+        logs = {'cube_driver': stop(driver), 'mat_sim': stop(sim)}
+    for name, err in logs.items():
+        assert not bad_lines(err), f'{name}: {err[-3000:]}'
 
 
 @pytest.mark.parametrize('module, args, expected', [
     ('cube_driver', ['-r', '__ns:=/cube1', '-p', 'transport:=wifi'], 'parameter transport'),
+    ('cube_driver', ['-r', '__ns:=/cube1', '-p', 'transport:=ble'],     # which cube? "the first one" is no answer
+     'parameter ble_name: transport ble needs to know which cube to drive, and neither ble_name nor ble_address'),
     ('mat_sim', [], 'parameter cubes'),
     ('mat_sim', ['-p', 'cubes:=[a, b]', '-p', 'initial_poses:=[1.0, 2.0]'], 'parameter initial_poses'),
 ])
@@ -139,9 +145,10 @@ def test_bad_parameters_exit_non_zero_with_a_clear_message(module, args, expecte
 
 
 def test_ctrl_c_shuts_the_driver_and_the_simulator_down_cleanly(probe, child_env):
-    """SIGINT to every process at once, as `toio-nav bringup` does: no 'exception was never retrieved: cannot use
-    Destroyable' and no publish on a shut-down context ('context is invalid') on the way out. (A SIGINT that lands
-    inside rclpy's take of a message is spin.run_node's to absorb, not the driver's: not judged here.)"""
+    """SIGINT to every process at once, as Ctrl-C in a terminal does (to the whole process group): no 'exception
+    was never retrieved: cannot use Destroyable' and no publish on a shut-down context ('context is invalid') on
+    the way out. (A SIGINT that lands inside rclpy's take of a message is spin.run_node's to absorb, not the
+    driver's: not judged here.)"""
     node, ex = probe
     states = []
     node.create_subscription(msg.CubeState, '/cube1/state', states.append, 10)

@@ -9,15 +9,19 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from geometry_msgs.msg import PoseArray  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.nodes.mat_sim import MatSimError, MatSimNode  # noqa: E402
+from toio_navigator.nodes import mat_sim  # noqa: E402
+from toio_navigator.nodes.mat_sim import ContactTracker, MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
+from toio_navigator.settings.mat_sim import MatSimError  # noqa: E402
+from toio_navigator.sim.world import World  # noqa: E402
 
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 
@@ -77,6 +81,36 @@ def test_virtual_cube_obeys_bytes_and_answers_with_bytes(ros):
             n.destroy_node()
 
 
+def test_a_motor_command_delivered_late_runs_only_what_is_left_of_it(ros):
+    """The simulated air's delay must not depend on how busy the host is: a timed motor command that DDS
+    delivers late runs for its duration counted from when the driver wrote it (the frame's stamp), so the cube
+    stops as a real one with a prompt link would; one whose whole duration went by on the way never runs."""
+    sim = make_sim(ros, cubes=['cube2'], initial_poses=[150.0, 150.0, 0.0])
+    central = Central(ros, 'cube2')
+    ex = SingleThreadedExecutor(context=ros)
+    ex.add_node(sim)
+    ex.add_node(central)
+
+    def travel(age_s: float) -> float:
+        """Mat units driven by 500 ms at speed 80 written ``age_s`` before it is published."""
+        x0 = float(sim.world.x[0])
+        stamp = (central.get_clock().now() - Duration(seconds=age_s)).to_msg()
+        central.tx.publish(msg.BleFrame(uuid=p.Characteristic.MOTOR_CONTROL.value, op=msg.BleFrame.WRITE,
+                                        data=bytes.fromhex('02 01 01 50 02 01 50 32'), stamp=stamp))
+        spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() > 0.0, 1.0)
+        assert spin_until(ex, lambda: abs(sim.world.wheel_speed[0]).max() == 0.0, 5)
+        return float(sim.world.x[0]) - x0
+    try:
+        assert spin_until(ex, lambda: sim.firmware[0].connected)
+        on_time = travel(0.0)
+        late = travel(0.3)                  # 200 of its 500 ms are left
+        assert on_time > 50.0 and 0.2 * on_time < late < 0.6 * on_time, (on_time, late)
+        assert travel(0.6) == 0.0 and sim.ports[0].expired == 1
+    finally:
+        for n in (sim, central):
+            n.destroy_node()
+
+
 def test_a_cube_whose_driver_leaves_disconnects_and_stops(ros):
     sim = make_sim(ros, cubes=['cube2'], initial_poses=[150.0, 150.0, 0.0], link_check_period_s=0.05)
     central = Central(ros, 'cube2')
@@ -132,8 +166,6 @@ def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypa
     """World time moves in 20 ms steps; a navigator writing every 50 ms lands 40 or 60 ms apart on that clock and
     must not be rejected by the firmware's ~45 ms rule (it was: 40 % of the commands were silently dropped).
     The firmware judges the time a write arrives: the last step's simulated time plus the wall time since."""
-    from toio_navigator.nodes import mat_sim
-
     class Wall:                                           # the node's wall clock, under the test's control
         now = 1000.0
 
@@ -165,8 +197,6 @@ def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypa
 
 
 def test_contact_tracker_reports_each_contact_once_when_it_starts():
-    from toio_navigator.nodes.mat_sim import ContactTracker
-    from toio_navigator.sim.world import World
     world = World([[100.0, 200.0, 0.0], [160.0, 200.0, 0.0], [300.0, 300.0, 0.0]])
     tracker = ContactTracker(world)
     world.set_wheels(0, 40, 40)                      # cube 0 drives east into cube 1, which stands still

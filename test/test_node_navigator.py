@@ -8,9 +8,20 @@ import time
 import numpy as np
 import pytest
 
-from toio_navigator.nodes.navigator import NavigatorSettings, SwarmController, coerce_setting
+from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
+from toio_navigator.settings.navigator import coerce_setting
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
 from toio_navigator.units import WHEEL_TRACK_UNITS as TRACK
+
+rclpy = pytest.importorskip('rclpy')
+msgs = pytest.importorskip('toio_navigator.msg')
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+from toio_navigator.nodes.navigator import NavigatorNode  # noqa: E402
+from toio_navigator.srv import GoalStatus, SetGoal  # noqa: E402
 
 BORDER = (20.0, 40.0, 460.0, 40.0, 460.0)
 CONTACT = 0.0318 / 2 * 733.93 * 2           # two body radii, mat units
@@ -101,7 +112,8 @@ def test_one_cube_reaches_its_goal_and_then_holds_with_stop_commands():
 
 def test_eight_cubes_swap_through_the_centre_without_contact():
     clock = Clock()
-    homes = [(x, 70, math.pi / 2) for x in (100, 200, 300, 400)] + [(x, 430, -math.pi / 2) for x in (100, 200, 300, 400)]
+    columns = (100, 200, 300, 400)
+    homes = [(x, 70, math.pi / 2) for x in columns] + [(x, 430, -math.pi / 2) for x in columns]
     names = [f'cube{i + 1}' for i in range(8)]
     ctrl = controller(names, clock)
     cubes = Unicycles(homes)
@@ -202,14 +214,8 @@ def test_parameter_values_are_coerced_or_refused_by_name():
 
 # ------------------------------------------------------------------------------------------------ the node
 
-rclpy = pytest.importorskip('rclpy')
-msgs = pytest.importorskip('toio_navigator.msg')
-
-
 @pytest.fixture
 def ros(ros_domain, monkeypatch):
-    from rclpy.executors import SingleThreadedExecutor
-
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
     context = rclpy.Context()
     rclpy.init(context=context, args=['--ros-args', '-p', 'cubes:=[cube1, cube2]', '-p', 'rate_hz:=50.0',
@@ -230,13 +236,6 @@ def spin_until(executor, condition, timeout=10.0) -> bool:
 
 
 def test_node_turns_states_and_goals_into_motor_commands_and_results(ros):
-    from rclpy.node import Node
-    from rclpy.parameter import Parameter
-    from visualization_msgs.msg import MarkerArray
-
-    from toio_navigator.nodes.navigator import NavigatorNode
-    from toio_navigator.srv import GoalStatus, SetGoal
-
     context, executor = ros
     nav = NavigatorNode(context=context)
     probe = Node('probe', context=context)
@@ -310,8 +309,6 @@ def test_node_turns_states_and_goals_into_motor_commands_and_results(ros):
 
 
 def test_node_refuses_to_start_with_bad_parameters(ros_domain, monkeypatch):
-    from toio_navigator.nodes.navigator import NavigatorNode
-
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
     context = rclpy.Context()
     rclpy.init(context=context, args=['--ros-args', '-p', 'cubes:=[cube1]', '-p', 'mode:=SIDEWAYS'])

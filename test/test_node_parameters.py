@@ -20,11 +20,12 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.cube_driver import CubeDriverNode  # noqa: E402
 from toio_navigator.nodes.mat_sim import MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
-from conftest import spin_until  # noqa: E402
+from toio_navigator.nodes.virtual_ir import VirtualIrNode  # noqa: E402
 
 MOTOR = Characteristic.MOTOR_CONTROL.value
 
@@ -139,8 +140,6 @@ def test_navigator_executable_exits_2_naming_the_parameter_and_its_rule(override
 
 
 def test_virtual_ir_applies_stale_s_and_keeps_the_rest_read_only(ros):
-    from toio_navigator.nodes.virtual_ir import VirtualIrNode
-
     layout = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
     node = VirtualIrNode(context=ros, parameter_overrides=[Parameter('cubes', value=['cube1']),
                                                            Parameter('arena_layout', value=str(layout))])

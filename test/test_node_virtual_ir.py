@@ -19,7 +19,8 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 
 from toio_navigator.arena.geometry import Pose  # noqa: E402
 from toio_navigator.arena.layout import load_layout  # noqa: E402
-from toio_navigator.nodes.virtual_ir import VirtualIrError, VirtualIrNode  # noqa: E402
+from toio_navigator.nodes.virtual_ir import VirtualIrNode  # noqa: E402
+from toio_navigator.settings.virtual_ir import VirtualIrError  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors  # noqa: E402
 
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'

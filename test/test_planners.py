@@ -9,8 +9,10 @@ import pytest
 
 from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, load_scenarios
+from toio_navigator.cli import main
 from toio_navigator.navigation.planner import SwarmState
 from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner
+from toio_navigator.navigation.planners.common import k_nearest
 from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner, OrcaPlanner, solve_velocity
 
 OURS = ('sfm', 'ttc', 'vo', 'orca', 'orca_kr')
@@ -124,7 +126,6 @@ def test_lp_matches_brute_force_on_random_feasible_programs():
 def test_safety_stop_never_lets_a_contact_deepen():
     # a convoy A -> B -> C: B would run into the parked C, so B stops; then A would run into B, so A stops too.
     # A pair that separates keeps moving even though it overlaps.
-    from toio_navigator.navigation.planners.common import k_nearest
     planner = OrcaKeepRightPlanner()
     planner.reset(5)
     state = swarm([[0, 0], [40, 0], [80, 0], [300, 0], [320, 0]], [[500, 0]] * 5)
@@ -178,7 +179,6 @@ def test_orca_kr_blocked_by_a_wall_goes_round_its_nearer_end():
 
 
 def test_bench_max_agents_keeps_only_the_small_scenarios_and_refuses_nonsense(tmp_path, capsys):
-    from toio_navigator.cli import main
     out = tmp_path / 'small.json'
     assert main(['bench', '--planner', 'coordinated', '--max-agents', '2', '--no-progress', '--out', str(out)]) == 0
     names = [r['name'] for r in json.loads(out.read_text())['scenarios']]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.protocol import Characteristic as C
@@ -60,7 +61,8 @@ COMMAND_VECTORS = [
     ('03 2a 00 01 32 00 00 ff ff fa 00 0e 21', p.MotorTarget(0x2A, p.Target(0xFFFF, 250, 270, 1), 0, 1, 50, 0)),
     ('03 01 05 00 28 00 00 fa 00 fa 00 5a 60', p.MotorTarget(1, p.Target(250, 250, 90, 3), 5, 0, 40, 0)),
     ('04 00 05 00 50 00 00 01 64 00 64 00 00 00 c8 00 64 00 5a 00 c8 00 c8 00 b4 00',
-     p.MotorMultiTarget(0, (p.Target(100, 100, 0), p.Target(200, 100, 90), p.Target(200, 200, 180)), 5, 0, 80, 0, True)),
+     p.MotorMultiTarget(0, (p.Target(100, 100, 0), p.Target(200, 100, 90), p.Target(200, 200, 180)),
+                        5, 0, 80, 0, True)),
     ('05 32 05 0f 00 00 00 00 64', p.MotorAcceleration(50, 5, 15, False, False, 100)),
     ('05 50 0a 5a 00 01 00 01 00', p.MotorAcceleration(80, 10, -90, False, True, 0)),
     ('03 10 01 01 ff 00 00', p.LightOn(255, 0, 0, 16)),

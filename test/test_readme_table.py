@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from toio_navigator.launching import profiles
+from toio_navigator.launching.supervisor import Children
+
 REPO = Path(__file__).resolve().parent.parent
 MARKER = '<!-- graph-table -->'
 CUBES = ['cube1', 'cube2']
@@ -59,7 +62,7 @@ def generalise(node_ns: str, name: str) -> tuple[str, str]:
 
 
 def live_rows(node, executor, children_ok) -> set[tuple[str, str, str, str]]:
-    from rcl_interfaces.srv import ListParameters
+    from rcl_interfaces.srv import ListParameters  # noqa: PLC0415 optional: see start_graph
 
     rows = set()
     for name, ns in NODES:
@@ -93,19 +96,18 @@ def matches(row, other) -> bool:
 def start_graph(env: dict, tmp_path: Path):
     """The bringup with two cubes, and a probe node that has seen every node:
     (children, node, context, executor)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-
-    from toio_navigator.nodes import bringup
+    # optional: ROS is needed by this test only, the table parser's test runs without it
+    import rclpy  # noqa: PLC0415 optional, see above
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415 optional, see above
+    from rclpy.node import Node  # noqa: PLC0415 optional, see above
 
     cfg = tmp_path / 'two.yaml'
     cfg.write_text('/**:\n  ros__parameters:\n    cubes: [cube1, cube2]\n'
                    '/**/cube_driver:\n  ros__parameters:\n    transport: sim\n'
                    'mat_sim:\n  ros__parameters:\n    initial_poses: [100.0, 100.0, 0.0, 300.0, 300.0, 0.0]\n')
-    files = [bringup.config_dir() / 'navigator.yaml', cfg]
-    children = bringup.Children()
-    children.start(bringup.plan('sim', CUBES), files, env=env, log_dir=tmp_path / 'logs')
+    files = [profiles.config_dir() / 'navigator.yaml', cfg]
+    children = Children()
+    children.start(profiles.plan('sim', CUBES), files, env=env, log_dir=tmp_path / 'logs')
     context = rclpy.Context()
     rclpy.init(context=context)
     node = Node('readme_table_probe', context=context)

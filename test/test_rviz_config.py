@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from toio_navigator import cli
-from toio_navigator.nodes import bringup, rviz_config
+from toio_navigator.launching import profiles
+from toio_navigator.nodes import rviz_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -29,11 +30,11 @@ def test_displays_and_goal_tools_follow_the_cubes_and_the_profile():
     assert data['Visualization Manager']['Global Options']['Fixed Frame'] == 'mat'
 
 
-@pytest.mark.parametrize('profile', bringup.PROFILES)
+@pytest.mark.parametrize('profile', profiles.PROFILES)
 def test_the_files_in_config_are_the_generated_ones(profile, capsys):
     assert cli.main(['rviz-config', '--profile', profile, '--check']) == 0, capsys.readouterr().err
-    text = (bringup.config_dir() / bringup.rviz_file(profile)).read_text()
-    cubes = bringup.read_cubes(bringup.profile_files(profile))
+    text = (profiles.config_dir() / profiles.rviz_file(profile)).read_text()
+    cubes = profiles.read_cubes(profiles.profile_files(profile))
     assert {t for _c, t, _ty in rviz_config.topics(text) if t.endswith('/goal_pose')} == \
         {f'/{c}/goal_pose' for c in cubes}
 
@@ -55,7 +56,8 @@ def test_bad_input_is_named(tmp_path, capsys):
 def test_every_topic_of_the_rviz_config_is_live_with_its_type(profile, cubes, tmp_path, child_env):
     pytest.importorskip('rclpy')
     pytest.importorskip('toio_navigator.msg')
-    from goal_probe import start_bringup
+    # optional: the probe needs rclpy, the other tests here run without ROS
+    from goal_probe import start_bringup  # noqa: PLC0415 optional, see above
 
     poses = ', '.join(f'{100.0 + 100.0 * i}, 420.0, -1.5708' for i in range(len(cubes)))
     yaml_text = f'/**:\n  ros__parameters:\n    cubes: [{", ".join(cubes)}]\n' \

@@ -14,8 +14,20 @@ from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
 from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir
 from toio_navigator.settings.navigator import reference_parameters
-from toio_navigator.settings.spec import (BOOL, FLOAT, FLOATS, INT, INTS, NAME, STR, STRINGS, Param, ParamSet,
-                                          SettingError, name_problem)
+from toio_navigator.settings.spec import (
+    BOOL,
+    FLOAT,
+    FLOATS,
+    INT,
+    INTS,
+    NAME,
+    STR,
+    STRINGS,
+    Param,
+    ParamSet,
+    SettingError,
+    name_problem,
+)
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCubes
 from toio_navigator.sim.world import World
 
@@ -181,9 +193,9 @@ def test_arena_explorer_parameters(case):
                                     arena_explorer.PARAMS], ids=['navigator', 'driver', 'mat_sim', 'virtual_ir',
                                                                  'arena_explorer'])
 def test_every_parameter_is_described_and_its_default_keeps_its_rule(params):
-    for p in params:
-        assert len(p.description) > 10, p.name
-        assert p.default is None or satisfies(p, p.check(p.default)), p.name
+    for param in params:
+        assert len(param.description) > 10, param.name
+        assert param.default is None or satisfies(param, param.check(param.default)), param.name
 
 
 @pytest.mark.parametrize('name, value, message', [

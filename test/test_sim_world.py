@@ -8,7 +8,8 @@ import pytest
 
 from toio_navigator.sim.mats import MATS, fence_rect, get_mat
 from toio_navigator.sim.world import World, WorldParams, grid_poses
-from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K, WHEEL_TRACK_UNITS as W
+from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
+from toio_navigator.units import WHEEL_TRACK_UNITS as W
 
 
 def test_fifty_for_one_second_moves_about_103_units():

@@ -17,9 +17,8 @@ pytest.importorskip('toio_navigator.msg')
 tf2_msgs = pytest.importorskip('tf2_msgs.msg')
 
 from goal_probe import cube_state, start_navigator, start_nodes, write_params  # noqa: E402
-
 from toio_navigator import units  # noqa: E402
-from toio_navigator.nodes import bringup  # noqa: E402
+from toio_navigator.launching import profiles  # noqa: E402
 
 #: tf2_msgs/msg/TFMessage's RIHS01 hash on ROS 2 Jazzy (as `ros2 topic info -v /tf` prints it on a ROS machine)
 JAZZY_TFMESSAGE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'
@@ -27,8 +26,6 @@ CUBES = {'cube1': (100.0, 200.0, 0.5), 'cube2': (300.0, 350.0, -1.0)}
 
 
 def test_the_installed_tfmessage_has_the_ros_type_name_and_hash():
-    from ament_index_python.packages import get_package_share_directory
-
     described = json.loads((Path(get_package_share_directory('tf2_msgs')) / 'msg' / 'TFMessage.json').read_text())
     assert described['type_hashes'][0] == {'type_name': 'tf2_msgs/msg/TFMessage', 'hash_string': JAZZY_TFMESSAGE_HASH}
     # an independent computation from the definitions (rosbags' own Jazzy type store) agrees
@@ -37,15 +34,18 @@ def test_the_installed_tfmessage_has_the_ros_type_name_and_hash():
     assert store.hash_rihs01('tf2_msgs/msg/TFMessage') == JAZZY_TFMESSAGE_HASH
 
 
+from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
+from toio_navigator.msg import CubeState  # noqa: E402
+
+
 def yaw(q) -> float:
     return units.quaternion_to_yaw(q.x, q.y, q.z, q.w)
 
 
 def test_tf_carries_every_cube_from_its_pose_and_the_static_map_frame(tmp_path, child_env):
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
-    from toio_navigator.msg import CubeState
-
     probe = start_navigator(tmp_path, child_env, list(CUBES))
     try:
         node = probe.node
@@ -101,14 +101,11 @@ def test_tf_carries_every_cube_from_its_pose_and_the_static_map_frame(tmp_path, 
 
 def test_a_driver_with_publish_tf_broadcasts_its_own_cube(tmp_path, child_env):
     """For a cube run without a navigator (teleoperation): the driver's own TF, from the pose it publishes."""
-    from geometry_msgs.msg import PoseStamped
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-
     files = write_params(tmp_path / 'driver_tf.yaml',
                          '/**:\n  ros__parameters:\n    cubes: [cube1]\n'
                          '/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    publish_tf: true\n'
                          'mat_sim:\n  ros__parameters:\n    initial_poses: [200.0, 300.0, 0.7]\n')
-    nodes = [(spec, ns) for spec, ns in bringup.plan('sim', ['cube1']) if spec.executable != 'navigator']
+    nodes = [(spec, ns) for spec, ns in profiles.plan('sim', ['cube1']) if spec.executable != 'navigator']
     probe = start_nodes(tmp_path, child_env, nodes, files, 'driver_tf_probe')
     try:
         transforms, poses = [], []

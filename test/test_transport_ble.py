@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -218,8 +219,6 @@ def test_a_failing_notification_callback_does_not_break_the_link():
 
 
 def test_a_disconnect_reported_from_another_thread_still_reconnects():
-    import threading
-
     async def scenario():
         radio = FakeRadio()
         link = BleTransport('AA:BB', client_factory=radio.factory, backoff=FAST)

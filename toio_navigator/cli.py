@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'demo': ('toio_navigator.demo_cli', 'run the simulated demo (swarm swap, or an arena exploration with --arena)'),
     'query': ('toio_navigator.navigation.query_cli',
               'one navigator query: SCENARIO.json -> RESULT.json (conformance format)'),
-    'explore': ('toio_navigator.arena.explore_cli', 'explore an arena layout with simulated IR sensors'),
+    'explore': ('toio_navigator.sim.explore_cli', 'explore an arena layout with simulated IR sensors'),
     'fastest-path': ('toio_navigator.arena.path_cli', 'optimal fastest path on an arena layout'),
     'bench': ('toio_navigator.bench.cli', 'run swarm benchmark scenarios with a local planner'),
     'trial': ('toio_navigator.bench.trial.cli',
@@ -57,16 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = COMMANDS[name]
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        print(f'toio-nav {name}: not available: {exc}', file=sys.stderr)
-        return 2
-    sub = argparse.ArgumentParser(prog=f'toio-nav {name}', description=help_text)
-    module.add_arguments(sub)
-    args = sub.parse_args(rest)
-    try:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            print(f'toio-nav {name}: not available: {exc}', file=sys.stderr)
+            return 2
+        sub = argparse.ArgumentParser(prog=f'toio-nav {name}', description=help_text)
+        module.add_arguments(sub)
+        args = sub.parse_args(rest)
         return int(module.run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:       # Ctrl-C before the subcommand took over the stop signals (e.g. while importing)
         return 130
 
 

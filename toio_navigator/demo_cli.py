@@ -15,16 +15,33 @@ import argparse
 import math
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import rclpy
+import yaml
+from geometry_msgs.msg import PoseArray
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, Rectangle
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 
+from toio_navigator.bags.replay import ReplayError, read_parameter_files
+from toio_navigator.launching import profiles
+from toio_navigator.launching.supervisor import Children
 from toio_navigator.lifecycle import StopRequest, supervised_env
+from toio_navigator.msg import CubeState, NavGoal, NavResult
+from toio_navigator.navigation.controller import NavigatorSettings
+from toio_navigator.nodes.arena_demo import run_arena_demo
+from toio_navigator.srv import SetGoal
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
-
 
 # ------------------------------------------------------------------------------------------------ pure parts
 
@@ -74,21 +91,19 @@ class Tracker:
 
 
 def draw(path: Path, names: list[str], traj: np.ndarray, goals: np.ndarray, mat_rect, title: str) -> None:
-    """PNG of the trajectories on the mat (mat frame: y grows downwards, as printed)."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 7), dpi=110)
+    """PNG of the trajectories on the mat (mat frame: y grows downwards, as printed), on a plain matplotlib
+    Figure (no pyplot: no global backend or figure list)."""
+    fig = Figure(figsize=(7, 7), dpi=110)
+    ax = fig.subplots()
     x0, y0, x1, y1 = mat_rect
-    ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.5, color='0.3'))
-    colours = plt.get_cmap('tab10')
+    ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.5, color='0.3'))
+    colours = colormaps['tab10']
     for i, name in enumerate(names):
         c = colours(i % 10)
         if len(traj):
             ax.plot(traj[:, i, 0], traj[:, i, 1], '-', color=c, lw=1.4, label=name)
-            ax.add_patch(plt.Circle(traj[0, i], BODY_RADIUS, fill=False, color=c, lw=1))
-            ax.add_patch(plt.Circle(traj[-1, i], BODY_RADIUS, color=c, alpha=0.5))
+            ax.add_patch(Circle(traj[0, i], BODY_RADIUS, fill=False, color=c, lw=1))
+            ax.add_patch(Circle(traj[-1, i], BODY_RADIUS, color=c, alpha=0.5))
         ax.plot(*goals[i], 'x', color=c, ms=9, mew=2)
     ax.set_xlim(x0 - 15, x1 + 15)
     ax.set_ylim(y1 + 15, y0 - 15)         # y down, as on the mat
@@ -99,7 +114,6 @@ def draw(path: Path, names: list[str], traj: np.ndarray, goals: np.ndarray, mat_
     ax.legend(loc='upper right', fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
 
 
 def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: Path, png: Path,
@@ -127,8 +141,6 @@ def summary_lines(names, reached: dict, elapsed: float, tracker: Tracker, bag: P
 
 def demo_planner(files) -> str:
     """The navigator's planner as the demo's parameter files set it (the node's default when none does)."""
-    from toio_navigator.bags.replay import ReplayError, read_parameter_files
-    from toio_navigator.navigation.controller import NavigatorSettings
     try:
         return str(read_parameter_files(files).get('planner', NavigatorSettings.planner))
     except ReplayError:
@@ -180,29 +192,16 @@ def _wait(executor, condition, timeout: float, what: str, children, stop: StopRe
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
-
-    from toio_navigator.nodes import bringup
-
     if args.arena is not None:
-        if importlib.util.find_spec('toio_navigator.nodes.arena_demo') is None:
-            print('toio-nav demo --arena: not yet: the arena exploration demo comes with the arena_explorer node. '
-                  'Try `toio-nav explore --arena LAYOUT.json --out RESULT.json` meanwhile.', file=sys.stderr)
-            return 2
-        from toio_navigator.nodes.arena_demo import run_arena_demo
         return run_arena_demo(args.arena, args.out or Path('out/arena'), param_files=args.params_file)
     args.out = args.out or Path('out/demo')
     if not (args.timeout > 0 and args.stagger >= 0):
         print('toio-nav demo: --timeout must be > 0 and --stagger >= 0', file=sys.stderr)
         return 2
-    missing = [s.module for s in bringup.NODES if 'sim' in s.profiles and importlib.util.find_spec(s.module) is None]
-    if missing:
-        print(f'toio-nav demo: not available yet: {", ".join(missing)} is not in this checkout', file=sys.stderr)
-        return 2
     try:
-        files = [p.resolve() for p in args.params_file] if args.params_file else bringup.profile_files('sim')
-        names = bringup.read_cubes(files)
-    except bringup.BringupError as exc:
+        files = [p.resolve() for p in args.params_file] if args.params_file else profiles.profile_files('sim')
+        names = profiles.read_cubes(files)
+    except profiles.BringupError as exc:
         print(f'toio-nav demo: {exc}', file=sys.stderr)
         return 2
     out = args.out
@@ -234,21 +233,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -> int:
     log_dir = bag_dir.parent / 'logs'
-    import rclpy
-    from geometry_msgs.msg import PoseArray
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-    from rclpy.qos import qos_profile_sensor_data
-
-    from toio_navigator.msg import CubeState, NavGoal, NavResult
-    from toio_navigator.nodes import bringup
-    from toio_navigator.srv import SetGoal
-
     n = len(names)
     print(f'toio-nav demo: {n} simulated cubes swap places through the centre of the collection mat, planner '
           f'{demo_planner(files) or "?"} (ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})', flush=True)
     started = time.monotonic()
-    children = bringup.Children()
+    children = Children()
     context = rclpy.Context()
     rclpy.init(context=context)
     node = Node('demo', context=context)
@@ -284,7 +273,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
         while time.monotonic() < look:
             executor.spin_once(timeout_sec=0.05)
             _check_stop(stop, 'before starting the nodes')
-        ours = {spec.executable for spec in bringup.NODES}
+        ours = {spec.executable for spec in profiles.NODES}
         foreign = sorted({f'{ns.rstrip("/")}/{name}' for name, ns in node.get_node_names_and_namespaces()
                           if name in ours})
         if foreign:
@@ -294,7 +283,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
         # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
         # and delay messages, and a bag that lost inputs cannot replay
         recorder = _start_recorder(bag_dir, log_dir, names, args.all_topics)
-        children.start(bringup.plan('sim', names), files, log_dir=log_dir)
+        children.start(profiles.plan('sim', names), files, log_dir=log_dir)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
               'every cube driver to connect and read its position', children, stop)
@@ -390,8 +379,6 @@ def recorded_topics(names: list[str]) -> list[str]:
 def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str], all_topics: bool = False):
     """`toio-nav record -o BAG TOPICS...` as a child process (the navigator's parameters go in custom_data);
     with ``all_topics`` no topic list, so the recorder takes every topic it discovers."""
-    import subprocess
-
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / 'record.log', 'w')
     try:
@@ -404,9 +391,6 @@ def _start_recorder(bag_dir: Path, log_dir: Path, names: list[str], all_topics: 
 
 def _stop_recorder(proc, timeout: float = 15.0) -> None:
     """SIGTERM (the recorder closes the bag on it), then wait; kill only a recorder that does not stop."""
-    import signal
-    import subprocess
-
     if proc is None or proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)
@@ -419,8 +403,6 @@ def _stop_recorder(proc, timeout: float = 15.0) -> None:
 
 def bag_message_counts(bag_dir: Path) -> dict[str, int]:
     """{topic: messages} from a rosbag2 directory's metadata.yaml ({} if there is none or it is unreadable)."""
-    import yaml
-
     try:
         info = yaml.safe_load((Path(bag_dir) / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
         return {t['topic_metadata']['name']: int(t['message_count']) for t in info['topics_with_message_count']}

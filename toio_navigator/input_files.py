@@ -9,12 +9,15 @@ Plain Python, no ROS.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
 import re
 import sys
 from pathlib import Path
+
+import yaml
 
 #: input files are small hand-written documents; a bigger one is a mistake (or a bag given as a layout)
 MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -115,34 +118,22 @@ def load_json(text: str, source: str):
     return value
 
 
-def _yaml_loader():
+class _SafeLoader(yaml.SafeLoader):
     """PyYAML's safe loader, but a number with an exponent and no dot (``1e-2``, ``5E3``) is a float as in
     YAML 1.2 and JSON, instead of the string YAML 1.1 makes of it."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver(
-        'tag:yaml.org,2002:float',
-        re.compile(r'^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$'),
-        list('-+0123456789'))
-    return Loader
 
 
-_LOADER = None
+_SafeLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$'),
+    list('-+0123456789'))
 
 
 def load_yaml(text: str, source: str):
     """Decode YAML text (safe types only); InputError naming ``source`` and the line for anything unreadable or
-    nested deeper than MAX_DEPTH. ``1e-2`` is a float (see :func:`_yaml_loader`)."""
-    import yaml
-
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = _yaml_loader()
+    nested deeper than MAX_DEPTH. ``1e-2`` is a float (see :class:`_SafeLoader`)."""
     try:
-        value = yaml.load(text, Loader=_LOADER)     # noqa: S506 - a SafeLoader subclass
+        value = yaml.load(text, Loader=_SafeLoader)     # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark is not None else ''
@@ -192,8 +183,6 @@ def integer(value, where: str, lo: int | None = None, hi: int | None = None) -> 
 def known_keys(mapping: dict, allowed, where: str) -> None:
     """Refuse a key that is not in ``allowed``, suggesting the closest known one (a misspelling must never be
     silently ignored)."""
-    import difflib
-
     for key in mapping:
         if key not in allowed:
             close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1)

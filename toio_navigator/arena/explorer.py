@@ -27,8 +27,7 @@ import numpy as np
 
 from toio_navigator.arena.coverage import photo_targets, sensing_targets
 from toio_navigator.arena.fastest_path import Route, fastest_path, plan_route, valid_centres
-from toio_navigator.arena.geometry import (
-    ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, NORTH, SOUTH, Pose, footprint, right_of)
+from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, NORTH, SOUTH, Pose, footprint, right_of
 from toio_navigator.arena.grid import ArenaBelief, ScoreRules
 
 SENSE, FORWARD, LEFT, RIGHT, PHOTO = 'S', 'F', 'L', 'R', 'P'

@@ -14,7 +14,6 @@ import numpy as np
 from toio_navigator.arena import mdf
 from toio_navigator.arena.geometry import ARENA_COLS, ARENA_ROWS, SIX_SENSORS, Pose, SensorMount, footprint, inside
 
-
 #: the IrRanges message convention (msg/IrRanges.msg): 0 = nothing within range, -1 = no reading
 IR_NOTHING_IN_RANGE = 0
 IR_NO_READING = -1

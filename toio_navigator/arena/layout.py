@@ -10,8 +10,17 @@ from pathlib import Path
 import numpy as np
 
 from toio_navigator.arena.geometry import (
-    ARENA_COLS, ARENA_ROWS, GOAL_CENTRE, HEADING_LETTERS, START_CENTRE, Pose, centre_in_range, footprint,
-    heading_from_letter, inside)
+    ARENA_COLS,
+    ARENA_ROWS,
+    GOAL_CENTRE,
+    HEADING_LETTERS,
+    START_CENTRE,
+    Pose,
+    centre_in_range,
+    footprint,
+    heading_from_letter,
+    inside,
+)
 from toio_navigator.input_files import InputError, TooLarge, known_keys, load_json, read_text, show
 
 LAYOUT_FORMAT = 'toio-arena-layout/1'

@@ -1,12 +1,14 @@
 """Pictures of an arena: the explored map, the fastest path and the image cards (PNG via matplotlib, or text).
 
-matplotlib is imported only inside ``save_png`` so the rest of the arena core stays light.
+Drawn on a plain matplotlib ``Figure`` (no pyplot): no global backend or figure list, nothing to close.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from toio_navigator.arena.geometry import DX, DY, GOAL_CENTRE, START_CENTRE, Pose
 
@@ -27,13 +29,10 @@ def save_png(path: str | Path, explored: np.ndarray, obstacle: np.ndarray, poses
              title: str = '', start: tuple[int, int] = START_CENTRE, goal: tuple[int, int] = GOAL_CENTRE) -> None:
     """Cells: white free, black obstacle, grey unexplored, red outline = a true obstacle the map lacks.
     The path is drawn through the robot centres; image records are marked on their obstacle face."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
     rows, cols = explored.shape
     shade = np.where(~explored, 0.6, np.where(obstacle, 0.0, 1.0))
-    fig, ax = plt.subplots(figsize=(cols * 0.32 + 1, rows * 0.32 + 1))
+    fig = Figure(figsize=(cols * 0.32 + 1, rows * 0.32 + 1))
+    ax = fig.subplots()
     ax.imshow(shade, cmap='gray', vmin=0, vmax=1, origin='lower', extent=(-0.5, cols - 0.5, -0.5, rows - 0.5))
     ax.set_xticks(range(cols))
     ax.set_yticks(range(rows))
@@ -43,9 +42,9 @@ def save_png(path: str | Path, explored: np.ndarray, obstacle: np.ndarray, poses
     ax.grid(which='minor', color='0.8', linewidth=0.4)
     if truth is not None:
         for y, x in zip(*np.nonzero(truth & ~(obstacle & explored))):
-            ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor='red', linewidth=1))
+            ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor='red', linewidth=1))
     for (zx, zy), colour in ((start, 'tab:green'), (goal, 'tab:blue')):  # the 3x3 start and goal zones
-        ax.add_patch(plt.Rectangle((zx - 1.5, zy - 1.5), 3, 3, fill=False, edgecolor=colour, linewidth=1.5))
+        ax.add_patch(Rectangle((zx - 1.5, zy - 1.5), 3, 3, fill=False, edgecolor=colour, linewidth=1.5))
     if len(poses):
         ax.plot([p.x for p in poses], [p.y for p in poses], '-', color='tab:orange', linewidth=2)
         end = poses[-1]
@@ -61,4 +60,3 @@ def save_png(path: str | Path, explored: np.ndarray, obstacle: np.ndarray, poses
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)

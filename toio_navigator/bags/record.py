@@ -1,5 +1,4 @@
-"""Write rosbag2 bags (mcap or sqlite3, format version 9) with our own message types embedded, and record live
-topics into one.
+"""Write rosbag2 bags (mcap or sqlite3, format version 9) with our own message types embedded.
 
 * :func:`typestore` — the Jazzy standard types plus every ``toio_navigator/msg/*`` type, read from the installed
   ``share/toio_navigator/msg`` (or the source tree's ``msg/``), so bags are self-describing.
@@ -7,8 +6,9 @@ topics into one.
   :meth:`BagWriter.flush` puts everything written so far on disk in a form ``toio-nav repair`` can recover (the
   recorder calls it every :data:`FLUSH_PERIOD_S`), and until :meth:`BagWriter.close` the bag directory holds
   :data:`UNFINALISED` (storage and custom_data), so a bag whose recorder was killed keeps its custom_data too.
-* :class:`TopicRecorder` — the live part: given an rclpy node, it subscribes (raw, no decode) to every topic it
-  discovers, or to a chosen list, and hands the bytes to a BagWriter. rclpy is imported only when it is used.
+
+The live part (subscribing to the topics of a ROS graph) is ``toio-nav record``
+(:mod:`toio_navigator.bags.record_cli`); this module is plain Python (rosbags), no ROS.
 
 Messages are stored as received (CDR bytes); the receive time (ns, the node's clock) is the bag timestamp.
 """
@@ -18,7 +18,11 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Iterable
+
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2.storage_mcap import McapWriter
+from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 PACKAGE = 'toio_navigator'
 STORAGES = ('mcap', 'sqlite3')
@@ -36,7 +40,8 @@ class BagError(RuntimeError):
 def our_msg_dir() -> Path:
     """Where our .msg definitions are: the installed share directory if the package is installed, else msg/."""
     try:
-        from ament_index_python.packages import get_package_share_directory
+        # optional: only a ROS install has an ament index (a source checkout or pip install of the core has none)
+        from ament_index_python.packages import get_package_share_directory  # noqa: PLC0415 optional, see above
         share = Path(get_package_share_directory(PACKAGE)) / 'msg'
         if any(share.glob('*.msg')):
             return share
@@ -50,8 +55,6 @@ def our_msg_dir() -> Path:
 
 def typestore(msg_dir: Path | None = None):
     """A rosbags typestore with the Jazzy types and ours (``toio_navigator/msg/<Name>``)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
     store = get_typestore(Stores.ROS2_JAZZY)
     types: dict = {}
     for path in sorted(Path(msg_dir or our_msg_dir()).glob('*.msg')):
@@ -64,8 +67,6 @@ class BagWriter:
     """A rosbag2 directory being written. Use as a context manager or call :meth:`close`."""
 
     def __init__(self, path: str | Path, storage: str = 'mcap', store=None) -> None:
-        from rosbags.rosbag2 import StoragePlugin, Writer
-
         if storage not in STORAGES:
             raise BagError(f'unknown storage {storage!r} (expected one of {", ".join(STORAGES)})')
         self.path = Path(path)
@@ -117,8 +118,6 @@ class BagWriter:
         self.write(topic, timestamp_ns, self.store.serialize_cdr(message, msgtype))
 
     def _register(self, msgtype: str, msgdef: str) -> None:
-        from rosbags.typesys import get_types_from_msg
-
         try:
             self.store.register(get_types_from_msg(msgdef, msgtype))
         except Exception as exc:    # rosbags' parser raises its own and generic errors for unparsable text
@@ -144,9 +143,6 @@ class BagWriter:
         """Put every message written so far on disk, readable by ``toio-nav repair`` if the process dies: the
         pending mcap chunk is closed and the file synced; sqlite3 commits. (rosbags has no public call for this;
         its writer keeps the storage object in ``storage`` and an mcap chunk in memory until it is 1 MiB.)"""
-        from rosbags.rosbag2.storage_mcap import McapWriter
-        from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
-
         with self._lock:
             storage = None if self.closed else self._writer.storage
             if isinstance(storage, McapWriter):
@@ -170,57 +166,3 @@ class BagWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-class TopicRecorder:
-    """Record live topics of a ROS graph into a :class:`BagWriter` through an rclpy ``node``.
-
-    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer); otherwise only
-    those names. Topics whose type the typestore does not know are skipped and listed in ``skipped``.
-    """
-
-    def __init__(self, node, writer: BagWriter, topics: Iterable[str] | None = None,
-                 exclude: Iterable[str] = ()) -> None:
-        self.node = node
-        self.writer = writer
-        self.only = None if topics is None else {self._absolute(t) for t in topics}
-        self.exclude = {self._absolute(t) for t in exclude}
-        self.skipped: dict[str, str] = {}
-        self._subs: dict[str, object] = {}
-
-    def _absolute(self, topic: str) -> str:
-        return topic if topic.startswith('/') else '/' + topic
-
-    def discover(self) -> int:
-        """Subscribe to newly seen topics; returns how many topics are being recorded."""
-        import importlib
-
-        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-        # best effort matches reliable, best-effort and latched publishers alike; deep enough for bursts
-        qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
-        for name, types in self.node.get_topic_names_and_types():
-            if name in self._subs or name in self.skipped or name in self.exclude:
-                continue
-            if self.only is not None and name not in self.only:
-                continue
-            msgtype = types[0]
-            if not self.writer.knows(msgtype):
-                self.skipped[name] = f'type {msgtype} unknown to the bag'
-                continue
-            pkg, kind, cls_name = msgtype.split('/')
-            try:
-                cls = getattr(importlib.import_module(f'{pkg}.{kind}'), cls_name)
-            except (ImportError, AttributeError) as exc:
-                self.skipped[name] = f'type {msgtype} not importable: {exc}'
-                continue
-            self.writer.add_topic(name, msgtype)
-            clock = self.node.get_clock()
-            self._subs[name] = self.node.create_subscription(
-                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
-        return len(self._subs)
-
-    def stop(self) -> None:
-        for sub in self._subs.values():
-            self.node.destroy_subscription(sub)
-        self._subs.clear()

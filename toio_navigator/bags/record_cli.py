@@ -11,18 +11,28 @@ If a navigator node is running, its parameters are stored in the bag's ``custom_
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterable
 
-from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter, TopicRecorder
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import parameter_value_to_python
+from rclpy.parameter_client import AsyncParameterClient
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter
 from toio_navigator.lifecycle import StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
+DRAIN_S = 0.5         # longest time spent writing what had arrived before the stop
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='bag directory to create (default bags/run_<UTC time>)')
     parser.add_argument('-s', '--storage', choices=STORAGES, default='mcap', help='storage plugin (default mcap)')
     parser.add_argument('--exclude', action='append', default=[], metavar='TOPIC', help='do not record TOPIC')
+    parser.add_argument('--include-hidden-topics', action='store_true',
+                        help='with no TOPIC given, also record hidden topics (a name part starting with "_", such '
+                             'as action feedback and status)')
     parser.add_argument('-d', '--duration', type=float, default=None,
                         help='stop after this many seconds (default: until Ctrl-C)')
     parser.add_argument('--navigator', default=NAVIGATOR_NODE,
@@ -47,8 +60,6 @@ class ParameterGrabber:
     stores them in the bag's custom_data. ``poll`` is called from a timer until it has them."""
 
     def __init__(self, node, writer: BagWriter, target: str) -> None:
-        from rclpy.parameter_client import AsyncParameterClient
-
         self.writer, self.target = writer, target
         self.client = AsyncParameterClient(node, target)
         self.busy = False
@@ -69,8 +80,6 @@ class ParameterGrabber:
         self.client.get_parameters(names).add_done_callback(lambda f: self._got(names, f))
 
     def _got(self, names: list[str], future) -> None:
-        from rclpy.parameter import parameter_value_to_python
-
         self.busy = False
         result = future.result()
         if result is None:
@@ -80,6 +89,61 @@ class ParameterGrabber:
             self.writer.set_custom_data(PARAMETERS_KEY, json.dumps(dict(sorted(self.parameters.items()))))
         except BagError:
             self.parameters = None         # the bag closed before the answer came: say so at the end
+
+
+class TopicRecorder:
+    """Record live topics of a ROS graph into a :class:`BagWriter` through an rclpy ``node``.
+
+    ``topics`` None = every topic discovered (re-checked by :meth:`discover`, e.g. from a timer) except hidden
+    ones (a name part starting with ``_``, such as an action's feedback and status topics), as ``ros2 bag record
+    -a`` does, unless ``include_hidden``; otherwise only those names. Topics whose type the typestore does not
+    know are skipped and listed in ``skipped``.
+    """
+
+    def __init__(self, node, writer: BagWriter, topics: Iterable[str] | None = None,
+                 exclude: Iterable[str] = (), include_hidden: bool = False) -> None:
+        self.node = node
+        self.writer = writer
+        self.only = None if topics is None else {self._absolute(t) for t in topics}
+        self.exclude = {self._absolute(t) for t in exclude}
+        self.include_hidden = include_hidden
+        self.skipped: dict[str, str] = {}
+        self._subs: dict[str, object] = {}
+
+    def _absolute(self, topic: str) -> str:
+        return topic if topic.startswith('/') else '/' + topic
+
+    def discover(self) -> int:
+        """Subscribe to newly seen topics; returns how many topics are being recorded."""
+        # best effort matches reliable, best-effort and latched publishers alike; deep enough for bursts
+        qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+        for name, types in self.node.get_topic_names_and_types():
+            if name in self._subs or name in self.skipped or name in self.exclude:
+                continue
+            if self.only is not None and name not in self.only:
+                continue
+            if self.only is None and not self.include_hidden and any(p.startswith('_') for p in name.split('/')):
+                continue
+            msgtype = types[0]
+            if not self.writer.knows(msgtype):
+                self.skipped[name] = f'type {msgtype} unknown to the bag'
+                continue
+            pkg, kind, cls_name = msgtype.split('/')
+            try:
+                cls = getattr(importlib.import_module(f'{pkg}.{kind}'), cls_name)
+            except (ImportError, AttributeError) as exc:
+                self.skipped[name] = f'type {msgtype} not importable: {exc}'
+                continue
+            self.writer.add_topic(name, msgtype)
+            clock = self.node.get_clock()
+            self._subs[name] = self.node.create_subscription(
+                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
+        return len(self._subs)
+
+    def stop(self) -> None:
+        for sub in self._subs.values():
+            self.node.destroy_subscription(sub)
+        self._subs.clear()
 
 
 def _storable(value):
@@ -102,6 +166,18 @@ def run(args: argparse.Namespace) -> int:
         stop.restore()
 
 
+def _drain(executor, writer: BagWriter, context) -> None:
+    """Write what DDS has already delivered when the stop came: a message published just before the signal
+    (the last result a demo waited for) is in the bag even when this process was a tick behind. Ends as soon as
+    nothing is waiting, and after DRAIN_S at the latest (publishers that go on are not followed)."""
+    until = time.monotonic() + DRAIN_S
+    idle = 0
+    while idle < 3 and context.ok() and time.monotonic() < until:
+        before = sum(writer.counts.values())
+        executor.spin_once(timeout_sec=0.0)
+        idle = idle + 1 if sum(writer.counts.values()) == before else 0
+
+
 def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -113,17 +189,14 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     recorder = grabber = None
     context = node = executor = None
     try:
-        import rclpy
-        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-        from rclpy.node import Node
-
         context = rclpy.Context()
         # our own context: rclpy installs no signal handler of its own (ours above stay in charge)
         rclpy.init(context=context)
         node = Node('toio_nav_record', context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude)
+        recorder = TopicRecorder(node, writer, args.topics or None, exclude=args.exclude,
+                                 include_hidden=args.include_hidden_topics)
         recorder.discover()
         node.create_timer(0.5, recorder.discover)
         grabber = ParameterGrabber(node, writer, args.navigator) if args.navigator else None
@@ -139,6 +212,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             if time.monotonic() - flushed >= FLUSH_PERIOD_S:
                 writer.flush()
                 flushed = time.monotonic()
+        _drain(executor, writer, context)
     except ExternalShutdownException:
         pass
     finally:

@@ -3,7 +3,7 @@ arena explorer bag also the belief grid, the MDF progress and the fastest path. 
 (the run as an animation). Everything is drawn in the mat frame (mat units, y down as printed).
 
 :func:`read_run` collects what a bag holds (any subset of the topics below; pure, rosbags only); :func:`save_png`
-and :func:`save_gif` draw it (matplotlib, imported when drawing).
+and :func:`save_gif` draw it on a plain matplotlib ``Figure`` (no pyplot: no global backend or figure list).
 
 Topics used: ``/<cube>/state`` (trajectories), ``/mat_sim/ground_truth`` (preferred for trajectories and contacts
 when present), ``/<cube>/nav_result`` (waypoints, planner collisions), ``/<cube>/goal``, ``/arena/map``,
@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.animation import FuncAnimation, PillowWriter
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, Rectangle
 
 from toio_navigator.bags.replay import ReplayError, open_reader, stored_parameters
 from toio_navigator.input_files import InputError, number, show
@@ -203,30 +207,25 @@ def _sample(track: Track, times: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ drawing
 
 def _figure(run: Run):
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
     if run.arena is not None and run.arena.explored:
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 6.5), dpi=100, gridspec_kw={'width_ratios': [3, 1.3]})
+        fig = Figure(figsize=(11, 6.5), dpi=100)
+        ax, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [3, 1.3]})
     else:
-        fig, ax = plt.subplots(figsize=(7, 7), dpi=100)
-        ax2 = None
-    return plt, fig, ax, ax2
+        fig = Figure(figsize=(7, 7), dpi=100)
+        ax, ax2 = fig.subplots(), None
+    return fig, ax, ax2
 
 
 def _draw(run: Run, ax, ax2, until: float | None) -> None:
     """One picture of the run up to time ``until`` (None = the end)."""
-    import matplotlib.pyplot as plt
-
     ax.clear()
     x0, y0, x1, y1 = run.mat_rect
     a = run.arena
     if a is not None and a.grid is not None:
         shade = np.where(a.grid < 0, 0.75, np.where(a.grid >= 50, 0.1, 1.0))
         ax.imshow(shade, cmap='gray', vmin=0, vmax=1, origin='upper', extent=a.extent, zorder=0)
-    ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.5, color='0.3'))
-    colours = plt.get_cmap('tab10')
+    ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.5, color='0.3'))
+    colours = colormaps['tab10']
     cut = math.inf if until is None else until
     for i, cube in enumerate(run.cubes):
         c = colours(i % 10)
@@ -240,8 +239,8 @@ def _draw(run: Run, ax, ax2, until: float | None) -> None:
             xy = np.zeros((0, 2))
         if len(xy):
             ax.plot(xy[:, 0], xy[:, 1], '-', color=c, lw=1.3, label=cube)
-            ax.add_patch(plt.Circle(xy[0], BODY_RADIUS, fill=False, color=c, lw=0.8))
-            ax.add_patch(plt.Circle(xy[-1], BODY_RADIUS, color=c, alpha=0.55))
+            ax.add_patch(Circle(xy[0], BODY_RADIUS, fill=False, color=c, lw=0.8))
+            ax.add_patch(Circle(xy[-1], BODY_RADIUS, color=c, alpha=0.55))
         wp = run.waypoints.get(cube)
         if wp is not None and wp.t:
             sel = wp.array()[np.asarray(wp.t) <= cut]
@@ -283,19 +282,15 @@ def _draw(run: Run, ax, ax2, until: float | None) -> None:
 
 
 def save_png(run: Run, path: str | Path) -> None:
-    plt, fig, ax, ax2 = _figure(run)
+    fig, ax, ax2 = _figure(run)
     _draw(run, ax, ax2, None)
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
 
 
 def save_gif(run: Run, path: str | Path, frames: int = 40, fps: float = 8.0) -> None:
     """The run as an animation of ``frames`` pictures evenly spread over its duration."""
-    from matplotlib.animation import FuncAnimation, PillowWriter
-
-    plt, fig, ax, ax2 = _figure(run)
+    fig, ax, ax2 = _figure(run)
     times = np.linspace(0.0, max(run.duration, 1e-3), max(2, int(frames)))
     anim = FuncAnimation(fig, lambda k: _draw(run, ax, ax2, float(times[k])), frames=len(times))
     anim.save(str(path), writer=PillowWriter(fps=fps))
-    plt.close(fig)

@@ -25,6 +25,12 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 
+from mcap.data_stream import ReadDataStream
+from mcap.exceptions import McapError
+from mcap.opcode import Opcode
+from mcap.records import Channel, Chunk, Message, Schema
+from mcap.stream_reader import breakup_chunk
+
 from toio_navigator.bags.record import FLUSH_PERIOD_S, UNFINALISED, BagError, BagWriter
 
 MCAP_MAGIC = b'\x89MCAP0\r\n'
@@ -104,12 +110,6 @@ def _unfinalised_custom_data(bag: Path) -> tuple[dict[str, str], str]:
 def _mcap_events(data_file: Path, salvage: Salvage):
     """Yield ('topic', name, msgtype, msgdef) and ('message', name, log_time, data) for every complete record of
     an mcap file, in order; stops at the first incomplete or corrupt record, noting it in ``salvage``."""
-    from mcap.data_stream import ReadDataStream
-    from mcap.exceptions import McapError
-    from mcap.opcode import Opcode
-    from mcap.records import Channel, Chunk, Message, Schema
-    from mcap.stream_reader import breakup_chunk
-
     known = {int(o) for o in Opcode}
     schemas: dict[int, Schema] = {}
     channels: dict[int, str] = {}

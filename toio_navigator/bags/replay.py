@@ -10,8 +10,9 @@ navigator's tick is a pure function of these, so a complete bag replays with zer
 divergence names the time, topic, field and both values.
 
 What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
-recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start
-are used); a goal re-sent with the same id and fields is not seen as new.
+recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes
+(``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
+same id and fields is not seen as new.
 """
 from __future__ import annotations
 
@@ -21,15 +22,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags.repair import diagnose
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
+from toio_navigator.launching.profiles import config_dir
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
-from toio_navigator.settings.navigator import (SETTING_PARAMETERS, apply_reference_parameter, coerce_setting,
-                                               reference_parameters)
+from toio_navigator.settings.navigator import (
+    SETTING_PARAMETERS,
+    apply_reference_parameter,
+    coerce_setting,
+    reference_parameters,
+)
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
+#: the last ticks of a recording, whose MotorCommands may not have reached the bag before it ended
+TAIL_TICKS = 3
 NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
               'reached', 'mode', 'planner')
 #: what a NavResult records of the tick's inputs (the state used, the goal pursued)
@@ -146,8 +155,6 @@ def stored_parameters(path: Path) -> dict | None:
 
 def open_reader(path: str | Path):
     """A rosbags AnyReader for a bag directory or a bare .mcap, or ReplayError naming the problem."""
-    from rosbags.highlevel import AnyReader
-
     path = Path(path)
     if not path.exists():
         raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
@@ -320,8 +327,6 @@ def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None 
 
 def default_parameter_files() -> list[Path]:
     """The package's config/navigator.yaml (the bringup's defaults), if present."""
-    from toio_navigator.nodes.bringup import config_dir
-
     try:
         path = config_dir() / 'navigator.yaml'
     except ValueError:
@@ -382,10 +387,12 @@ class ReplayReport:
 
 
 def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: dict,
-             forced: list) -> list[Divergence]:
+             forced: list, tail: bool = False) -> list[Divergence]:
     """Every differing field of one tick (NavResult first, then MotorCommand, in cube order). ``sent``: per cube,
     how many recorded MotorCommands earlier ticks consumed; advanced for every command the replay sends.
-    ``forced`` receives (cube, recorded command) for every command both sent."""
+    ``forced`` receives (cube, recorded command) for every command both sent. In the ``tail`` of a recording
+    (its last TAIL_TICKS ticks) a command with no recorded one left is not a divergence: the recording ended
+    (a recorder killed, a bag cut) between a tick's NavResult and its MotorCommand."""
     out = []
     t = (tick.stamp_ns - rec.start_ns) / 1e9
     by_cube = {c.cube: c for c in commands}
@@ -412,7 +419,8 @@ def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: di
         k = sent.get(cube, 0)
         sent[cube] = k + 1
         if k >= len(queue):
-            out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
+            if not tail:
+                out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
             continue
         for f, a, b in zip(MOTOR_FIELDS, queue[k], cmd.motor):
             if abs(a - b) > tol.get(f, 0):
@@ -475,7 +483,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             incomplete += k >= first
             _adopt_recorded_motors(ctrl, rec, commands, tick_s, sent)
             continue
-        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced)
+        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced,
+                         tail=k >= len(rec.ticks) - TAIL_TICKS)
         if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
             for cube, (left, right, duration_ms) in forced:
                 i = ctrl.index[cube]
@@ -496,6 +505,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                             'states named by NavResults are missing) or a NavResult')
     if rejected:
         report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
+    cut = sum(max(sent.get(c, 0) - len(q), 0) for c, q in rec.motors.items())
+    if cut:
+        report.notes.append(f'{cut} MotorCommands of the last {TAIL_TICKS} ticks are not in the bag: it ended first')
     unmatched = {c: len(q) - sent.get(c, 0) for c, q in rec.motors.items() if len(q) - sent.get(c, 0) > 1}
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +

@@ -17,6 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.bench.runner import run_scenario
+from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
+from toio_navigator.navigation.planners import PLANNERS, make_planner
+
 DEFAULT_SCENARIOS = Path(__file__).resolve().parent.parent / 'data' / 'scenarios.yaml'
 
 
@@ -35,9 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toio_navigator.bench.runner import run_scenario
-    from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
-    from toio_navigator.navigation.planners import make_planner
 
     try:
         make_planner(args.planner)
@@ -144,7 +145,6 @@ def machine() -> dict:
 
 
 def _planner_names() -> list[str]:
-    from toio_navigator.navigation.planners import PLANNERS
     return sorted(PLANNERS)
 
 

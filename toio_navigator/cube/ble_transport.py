@@ -50,7 +50,7 @@ ClientFactory = Callable[[Any, Callable[[Any], None]], BleClient]
 
 def bleak_client_factory(adapter: str | None = None, timeout_s: float = 10.0) -> ClientFactory:
     def make(target: Any, on_disconnect: Callable[[Any], None]) -> BleClient:
-        from bleak import BleakClient  # lazy: importing bleak must not be needed for the simulator
+        from bleak import BleakClient  # noqa: PLC0415 lazy: the simulator and its tests run without bleak
         kwargs: dict[str, Any] = {'timeout': timeout_s}
         if adapter:
             kwargs['bluez'] = {'adapter': adapter}
@@ -228,8 +228,8 @@ class BluezWatch:
 
     async def _run(self) -> None:
         # dbus-fast is imported here, not at the top: the simulator and the tests of this module run without it
-        from dbus_fast import BusType, Message, MessageType
-        from dbus_fast.aio import MessageBus
+        from dbus_fast import BusType, Message, MessageType  # noqa: PLC0415 (see above)
+        from dbus_fast.aio import MessageBus  # noqa: PLC0415 (see above)
 
         def on_message(msg: Message) -> None:
             if msg.message_type is MessageType.SIGNAL and msg.member == 'NameOwnerChanged' \
@@ -293,7 +293,7 @@ ScannerFactory = Callable[[Callable[[Any, Any], None], list[str]], Scanner]
 
 def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
     def make(callback: Callable[[Any, Any], None], service_uuids: list[str]) -> Scanner:
-        from bleak import BleakScanner
+        from bleak import BleakScanner  # noqa: PLC0415 lazy: the simulator and its tests run without bleak
         kwargs: dict[str, Any] = {'bluez': {'adapter': adapter}} if adapter else {}
         return BleakScanner(detection_callback=callback, service_uuids=service_uuids, **kwargs)
     return make
@@ -301,11 +301,14 @@ def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
 
 async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), count: int | None = None,
                timeout_s: float = 5.0, scanner_factory: ScannerFactory | None = None,
-               adapter: str | None = None) -> list[FoundCube]:
+               adapter: str | None = None, accept: Callable[[FoundCube], bool] | None = None) -> list[FoundCube]:
     """Find cubes advertising the toio service.
 
     Stops as soon as every wanted name id / address was seen, or ``count`` cubes were found; otherwise after
-    ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout.
+    ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout. A cube that
+    BlueZ reports connected (to anyone) is not a candidate: a connected cube does not advertise, BlueZ only
+    announces its device again. ``accept(cube)`` may turn down a wanted cube (e.g. one another driver holds); it
+    is asked once per cube, in the order they are seen, until the scan is complete.
     Raises TransportError if the scanner cannot start (no adapter, Bluetooth off).
     """
     if timeout_s <= 0:
@@ -329,17 +332,23 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
         seen_addresses = wanted_addresses <= {a.upper() for a in found}
         return seen_names and seen_addresses
 
+    turned_down: set[str] = set()
+
     def on_detect(device: Any, advertisement: Any) -> None:
         uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
-        if SERVICE_UUID not in uuids:
+        if done.is_set() or SERVICE_UUID not in uuids or bluez_connected(advertisement):
             return
         name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
         address = str(getattr(device, 'address', ''))
         if BAD_STATE_NAME in name:
             _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
             return
-        if wanted(address, name) and address not in found:
-            found[address] = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
+        if wanted(address, name) and address not in found and address not in turned_down:
+            cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
+            if accept is not None and not accept(cube):
+                turned_down.add(address)
+                return
+            found[address] = cube
             if complete():
                 done.set()
 
@@ -359,6 +368,15 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
             except Exception as exc:
                 _log.debug('stopping the scan failed: %s', exc)
     return list(found.values())
+
+
+def bluez_connected(advertisement: Any) -> bool:
+    """True if BlueZ reports the advertised device connected (bleak's BlueZ backend hands over the device's D-Bus
+    properties as ``platform_data`` = (object path, properties); other backends: False)."""
+    platform = getattr(advertisement, 'platform_data', None)
+    if isinstance(platform, tuple) and len(platform) == 2 and isinstance(platform[1], dict):
+        return bool(platform[1].get('Connected', False))
+    return False
 
 
 _scan_locks: 'weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]' = weakref.WeakKeyDictionary()

@@ -1,4 +1,5 @@
-"""Writes to one characteristic at a pace the cube accepts: the newest write wins while an older one waits.
+"""Writes to one characteristic at a pace the cube accepts: the newest write wins while an older one waits
+(:class:`CoalescedWriter`), or what comes too soon is dropped (:class:`RateLimit`).
 
 Plain asyncio (no ROS): the cube driver uses one writer for the motor, one for the light and one for the sound
 characteristic.
@@ -7,10 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from typing import Awaitable, Callable
 
-from toio_navigator.cube.protocol import ProtocolError
-from toio_navigator.cube.transport import TransportError
+from toio_navigator.cube.protocol import Characteristic, ProtocolError
+from toio_navigator.cube.transport import Transport, TransportError
+
+
+def characteristic_writer(transport: Callable[[], Transport | None],
+                          char: Characteristic) -> Callable[[bytes], Awaitable[None]]:
+    """The write function of a writer for ``char`` on whatever transport ``transport()`` gives at that moment
+    (a driver's transport may not exist yet, or be down)."""
+    async def write(data: bytes) -> None:
+        link = transport()
+        if link is None or not link.is_connected:
+            raise TransportError('not connected')
+        await link.write(char, data)
+    return write
 
 
 class CoalescedWriter:
@@ -75,3 +89,21 @@ class CoalescedWriter:
                 self.failed += 1
                 self.last_error = str(exc)
             self._last = self._loop.time()
+
+
+class RateLimit:
+    """Lets one event through per ``min_interval_s`` and counts the ones it drops (sounds: a sound cut short by
+    the next one is worse than a sound left out)."""
+
+    def __init__(self, min_interval_s: float) -> None:
+        self.min_interval_s = min_interval_s
+        self._last = -math.inf
+        self.dropped = 0
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.min_interval_s:
+            self.dropped += 1
+            return False
+        self._last = now
+        return True

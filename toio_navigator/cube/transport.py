@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from toio_navigator.cube.protocol import (
-    PROPERTIES, SETTING_COMMANDS, Characteristic, CharLike, Property, ProtocolError, characteristic)
+    PROPERTIES,
+    SETTING_COMMANDS,
+    Characteristic,
+    CharLike,
+    Property,
+    ProtocolError,
+    characteristic,
+)
 
 _log = logging.getLogger(__name__)
 

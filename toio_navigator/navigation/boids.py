@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .angles import ang, clip_len, unit, wrap
-from .batch import EgoBatch, PairBatch, segment_sum
-from .params import BoidsParams, Fixes
+from toio_navigator.navigation.angles import ang, clip_len, unit, wrap
+from toio_navigator.navigation.batch import EgoBatch, PairBatch, segment_sum
+from toio_navigator.navigation.params import BoidsParams, Fixes
 
 
 def boids_force(egos: EgoBatch, pairs: PairBatch, prm: BoidsParams, with_target: bool,

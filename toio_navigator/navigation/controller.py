@@ -28,6 +28,9 @@ import numpy as np
 
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.navigation.planner import SwarmState
+from toio_navigator.navigation.planners import PLANNERS, make_planner
+from toio_navigator.navigation.swarm import swarm_step
 from toio_navigator.units import BODY_RADIUS, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT
 
 MODES = ('AVOID', 'BOIDS', 'BOIDS_AVOID')
@@ -39,7 +42,6 @@ ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out
 
 
 def planner_names() -> list[str]:
-    from toio_navigator.navigation.planners import PLANNERS
     return [HLAVOID] + sorted(set(PLANNERS) - {HLAVOID})
 
 
@@ -332,7 +334,6 @@ class SwarmController:
         if name == HLAVOID:
             self.planner = None
         else:
-            from toio_navigator.navigation.planners import make_planner
             planner = make_planner(name)
             planner.reset(len(self.settings.cubes), seed=0)
             self.planner = planner
@@ -349,6 +350,9 @@ class SwarmController:
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(theta)):
             return False                               # a garbage reading never enters the arrays
         self.pose[i] = (x, y, theta)
+        # a cube believed silent that reports again (still stale: e.g. its link is not up yet) is believed where it
+        # says it is, not where an older reading put it: that belief would depend on states before a recording
+        self.frozen_valid[i] = False
         x0, y0, x1, y1 = self.settings.mat_rect
         self.on_mat[i] = bool(on_mat) and x0 <= x <= x1 and y0 <= y <= y1
         self.link_ok[i] = link_state == LINK_CONNECTED
@@ -398,7 +402,6 @@ class SwarmController:
     def step(self, now: float | None = None) -> list[CubeCommand]:
         s, hp = self.settings, self.handle
         now = self.clock() if now is None else now
-        n = len(s.cubes)
         seen = np.isfinite(self.pose[:, 0])
         live = self.live(now) & seen
         ok = live & self.on_mat                       # controllable this tick
@@ -552,7 +555,6 @@ class SwarmController:
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
         n = pos.shape[0]
         if self.planner is None:
-            from toio_navigator.navigation.swarm import swarm_step
             extra = self.frozen_extra
             kw = dict(params=self.params, walls=self.walls, mode=self.settings.mode, margin=16.0 + extra,
                       avoid_margin=self.params.avoid.margin + extra)
@@ -569,7 +571,6 @@ class SwarmController:
                 lim = np.asarray(lim, float) / self.handle.k
             self.last_rays = rays
         else:
-            from toio_navigator.navigation.planner import SwarmState
             state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,

@@ -15,12 +15,12 @@ Float32 roundings of the reference (yaw-rate casts, the 0.05 s border step) are 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .angles import wrap, wrap_deg, deg2rad
-from .params import CubeHandleParams
+from toio_navigator.navigation.angles import deg2rad, wrap, wrap_deg
+from toio_navigator.navigation.params import CubeHandleParams
 
 _F32_DT = float(np.float32(0.05))     # the border simulation's step is a C# float
 
@@ -208,25 +208,24 @@ class CubeHandle:
     def _dead_zone(self, u_l: float, u_r: float) -> tuple[float, float]:
         """Shift both wheels so each is 0 or outside the dead zone, keeping rotate = uL − uR (§4.4 step 2)."""
         d = float(self.p.dead_zone)
-        l, r = u_l, u_r
-        big, small = max(l, r), min(l, r)
-        if (l == 0 or l >= d or l <= -d) and (r == 0 or r >= d or r <= -d):
+        big, small = max(u_l, u_r), min(u_l, u_r)
+        if (u_l == 0 or u_l >= d or u_l <= -d) and (u_r == 0 or u_r >= d or u_r <= -d):
             return u_l, u_r
-        s = l + r
-        if abs(l - r) < d:
+        s = u_l + u_r
+        if abs(u_l - u_r) < d:
             if s > 0:
                 return u_l + (d - small), u_r + (d - small)
             if s < 0:
                 return u_l + (-d - big), u_r + (-d - big)
             return u_l, u_r
-        if abs(l - r) < 2 * d:
+        if abs(u_l - u_r) < 2 * d:
             if s > 0:
                 k = -small if small < d / 2 else d - small
                 return u_l + k, u_r + k
             if s < 0:
                 k = -big if big > -d / 2 else -d - big
                 return u_l + k, u_r + k
-            return _sign(l) * d, _sign(r) * d
+            return _sign(u_l) * d, _sign(u_r) * d
         if s > 0:
             k = (-d - small) if small < -d / 2 else (d - small) if small > d / 2 else -small
         else:
@@ -384,5 +383,4 @@ class CubeHandle:
 
 
 def _replace(p: CubeHandleParams, **kw) -> CubeHandleParams:
-    from dataclasses import replace
     return replace(p, **kw)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from .cube_handle import CubeHandle, Movement
-from .entities import Entity
-from .navigator import Mode, Navigator, NaviResult
-from .params import CubeHandleParams, NavigatorParams
+from toio_navigator.navigation.cube_handle import CubeHandle, Movement
+from toio_navigator.navigation.entities import Entity
+from toio_navigator.navigation.navigator import Mode, Navigator, NaviResult
+from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 
 
 class CubeNavigator(Navigator):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .angles import wrap
+from toio_navigator.navigation.angles import wrap
 
 
 @dataclass

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-
 REACHED, STALE, OFF_MAT, BLOCKED, PREEMPTED, CANCELLED, REJECTED = range(7)
 OUTCOME_NAMES = ('reached', 'stale', 'off the mat', 'blocked', 'pre-empted', 'cancelled', 'rejected')
 #: ids of goals that arrive without one (goal_pose, the action): from here up, apart from the callers' own ids

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .angles import deg2rad, wrap
-from .params import CubeHandleParams
+from toio_navigator.navigation.angles import deg2rad, wrap
+from toio_navigator.navigation.params import CubeHandleParams
 
 
 def move_to_target_batch(x, y, rad, x_pred, y_pred, rad_pred, tx, ty, max_spd, params: CubeHandleParams,
@@ -48,12 +48,12 @@ def wheels_batch(translate, rotate, params: CubeHandleParams):
     m = float(params.max_spd)
     tr = np.asarray(translate, dtype=float)
     rot = np.asarray(rotate, dtype=float)
-    l = tr + rot / 2
-    r = tr - rot / 2
-    big, small = np.maximum(l, r), np.minimum(l, r)
-    s = l + r
-    gap = np.abs(l - r)
-    fine = ((l == 0) | (l >= d) | (l <= -d)) & ((r == 0) | (r >= d) | (r <= -d))
+    left = tr + rot / 2
+    right = tr - rot / 2
+    big, small = np.maximum(left, right), np.minimum(left, right)
+    s = left + right
+    gap = np.abs(left - right)
+    fine = ((left == 0) | (left >= d) | (left <= -d)) & ((right == 0) | (right >= d) | (right <= -d))
     narrow_k = np.where(s > 0, d - small, np.where(s < 0, -d - big, 0.0))
     mid_k = np.where(s > 0, np.where(small < d / 2, -small, d - small),
                      np.where(s < 0, np.where(big > -d / 2, -big, -d - big), 0.0))
@@ -61,9 +61,9 @@ def wheels_batch(translate, rotate, params: CubeHandleParams):
     wide_neg = np.where(small < -d / 2, -d - big, np.where(small > d / 2, d - big, -big))
     wide_k = np.where(s > 0, wide_pos, wide_neg)
     shift = np.where(gap < d, narrow_k, np.where(gap < 2 * d, mid_k, wide_k))
-    mid_zero = ~fine & (gap >= d) & (gap < 2 * d) & (s == 0)    # sign(l)·D, sign(r)·D
-    ul = np.where(fine, l, np.where(mid_zero, np.sign(l) * d, l + shift))
-    ur = np.where(fine, r, np.where(mid_zero, np.sign(r) * d, r + shift))
+    mid_zero = ~fine & (gap >= d) & (gap < 2 * d) & (s == 0)    # sign(left)·D, sign(right)·D
+    ul = np.where(fine, left, np.where(mid_zero, np.sign(left) * d, left + shift))
+    ur = np.where(fine, right, np.where(mid_zero, np.sign(right) * d, right + shift))
     # saturation: the excess is recomputed after the left wheel moved (B13)
     hi = np.maximum(ul, ur) > m
     lo = ~hi & (np.minimum(ul, ur) < -m)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .angles import ang, wrap
-from .batch import EgoBatch, PairBatch, segment_any, segment_min
-from .entities import line_coeffs
-from .params import HLAvoidParams, Fixes
+from toio_navigator.navigation.angles import ang, wrap
+from toio_navigator.navigation.batch import EgoBatch, PairBatch, segment_any, segment_min
+from toio_navigator.navigation.entities import line_coeffs
+from toio_navigator.navigation.params import Fixes, HLAvoidParams
 
 _HALF_PI = math.pi / 2
 _DOUBLE_MAX = np.finfo(float).max

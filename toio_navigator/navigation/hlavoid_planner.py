@@ -17,13 +17,12 @@ import math
 
 import numpy as np
 
+from toio_navigator.navigation.angles import wrap
+from toio_navigator.navigation.navigator import Mode
+from toio_navigator.navigation.params import NavigatorParams
+from toio_navigator.navigation.planner import PlannerOutput, SwarmState
+from toio_navigator.navigation.swarm import swarm_step
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT
-
-from .angles import wrap
-from .navigator import Mode
-from .params import NavigatorParams
-from .planner import PlannerOutput, SwarmState
-from .swarm import swarm_step
 
 
 class HLAvoidPlanner:

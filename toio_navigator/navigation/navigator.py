@@ -12,11 +12,11 @@ from enum import Enum
 
 import numpy as np
 
-from .batch import EgoBatch, PairBatch, empty_pairs
-from .boids import boids_force
-from .entities import Entity, Wall, border_walls, walls_array
-from .hlavoid import AvoidResult, run_away, run_towards
-from .params import DOUBLE_MAX, NavigatorParams
+from toio_navigator.navigation.batch import EgoBatch, PairBatch, empty_pairs
+from toio_navigator.navigation.boids import boids_force
+from toio_navigator.navigation.entities import Entity, Wall, border_walls, walls_array
+from toio_navigator.navigation.hlavoid import AvoidResult, run_away, run_towards
+from toio_navigator.navigation.params import DOUBLE_MAX, NavigatorParams
 
 
 class Mode(str, Enum):

@@ -15,10 +15,9 @@ import sys
 import numpy as np
 
 from toio_navigator.input_files import InputError, UnreadableFile, integer, load_json, number, read_text, show
-
-from .batch import EgoBatch, PairBatch, empty_pairs
-from .navigator import Direction, Mode, NaviBatch, navigate
-from .params import NavigatorParams
+from toio_navigator.navigation.batch import EgoBatch, PairBatch, empty_pairs
+from toio_navigator.navigation.navigator import Direction, Mode, NaviBatch, navigate
+from toio_navigator.navigation.params import NavigatorParams
 
 FORMAT = 'toio-navigator-conformance/1'
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .batch import EgoBatch, PairBatch
-from .navigator import Direction, Mode, NaviBatch, navigate
-from .params import NavigatorParams
+from toio_navigator.navigation.batch import EgoBatch, PairBatch
+from toio_navigator.navigation.navigator import Direction, Mode, NaviBatch, navigate
+from toio_navigator.navigation.params import NavigatorParams
 
 #: below this many cubes all pairs are cheaper than binning
 _ALL_PAIRS_MAX_N = 96

@@ -1,13 +1,13 @@
 """`toio-nav demo --arena LAYOUT`: the arena explorer end to end over real DDS, one process per node.
 
-Starts the `arena` profile of nodes/bringup.py (mat_sim with ONE virtual cube and the layout's virtual IR
-sensors, the cube_driver over the simulated BLE link, the navigator and the arena_explorer; config/navigator.yaml
-+ config/arena.yaml), calls
-``arena_explorer/start_exploration``, follows ``arena/state`` until the exploration ends, then calls
-``arena_explorer/start_fastest_path`` and follows it to the goal. Prints a progress line and a summary, and writes
-``arena.png`` (the explored map from ``arena/map``, the fastest path from ``arena/fastest_path``, the true obstacles
-the map lacks outlined in red) and the node logs into the output folder. The layout is read here only to start
-mat_sim and to score the result; the explorer sees nothing but IR readings.
+Starts the `arena` profile of the bringup (launching/profiles.py: mat_sim with ONE virtual cube and the layout's
+virtual IR sensors, the cube_driver over the simulated BLE link, the navigator and the arena_explorer;
+config/navigator.yaml + config/arena.yaml), calls ``arena_explorer/start_exploration``, follows ``arena/state``
+until the exploration ends, then calls ``arena_explorer/start_fastest_path`` and follows it to the goal. Prints a
+progress line and a summary, and writes ``arena.png`` (the explored map from ``arena/map``, the fastest path from
+``arena/fastest_path``, the true obstacles the map lacks outlined in red) and the node logs into the output
+folder. The layout is read here only to start mat_sim and to score the result; the explorer sees nothing but IR
+readings.
 """
 from __future__ import annotations
 
@@ -19,9 +19,23 @@ import time
 from pathlib import Path
 
 import numpy as np
+import rclpy
+from nav_msgs.msg import OccupancyGrid
+from nav_msgs.msg import Path as PathMsg
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from std_srvs.srv import Trigger
 
+from toio_navigator.arena.fastest_path import fastest_path
+from toio_navigator.arena.layout import LayoutError, load_layout
+from toio_navigator.arena.render import save_png
+from toio_navigator.launching import profiles
+from toio_navigator.launching.supervisor import Children
 from toio_navigator.lifecycle import StopRequest
+from toio_navigator.msg import ArenaState
 from toio_navigator.nodes.conversions import grid_from_occupancy, poses_from_path
+from toio_navigator.nodes.qos import LATCHED, STATE_QOS
+from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
 
@@ -52,9 +66,6 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
                    quiet: bool = False) -> int:
     """Run the demo; returns the exit code (0: explored without a false obstacle, back on the start, fastest path
     driven to the goal at the optimal cost of the explored map). Errors are printed to stderr."""
-    from toio_navigator.arena.layout import LayoutError, load_layout
-    from toio_navigator.nodes import bringup
-
     say = (lambda *a, **k: None) if quiet else (lambda *a, **k: print(*a, **k, flush=True))
     try:
         layout = load_layout(layout_path)
@@ -74,13 +85,12 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        files = [Path(p).resolve() for p in param_files] if param_files else \
-            bringup.profile_files('arena')
+        files = [Path(p).resolve() for p in param_files] if param_files else profiles.profile_files('arena')
         files.append(run_yaml(out / 'arena_run.yaml', Path(layout_path).resolve(), real_time_factor, waypoint))
         for f in files:
             if not f.is_file():
                 raise ArenaDemoError(f'parameter file {f} does not exist')
-    except (OSError, ArenaDemoError, bringup.BringupError) as exc:
+    except (OSError, ArenaDemoError, profiles.BringupError) as exc:
         print(f'toio-nav demo --arena: cannot use {out}: {exc}', file=sys.stderr)
         return 2
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -92,26 +102,13 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
 
 
 def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeout, env, say) -> int:
-    import rclpy
-    from nav_msgs.msg import OccupancyGrid, Path as PathMsg
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-    from std_srvs.srv import Trigger
-
-    from toio_navigator.arena.fastest_path import fastest_path
-    from toio_navigator.arena.render import save_png
-    from toio_navigator.msg import ArenaState
-    from toio_navigator.nodes import bringup
-    from toio_navigator.nodes.qos import LATCHED, STATE_QOS
-    from toio_navigator.sim.ir_sensors import ArenaMatMapping
-
     names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
     log_dir = out / 'logs'
     say(f'toio-nav demo --arena {layout_path.name}: one simulated cube explores the arena on the mat, then runs '
         f'the fastest path (waypoint {waypoint}; ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})')
     started = time.monotonic()
     stop = StopRequest()
-    children = bringup.Children()
+    children = Children()
     context = rclpy.Context()
     domain = (env or os.environ).get('ROS_DOMAIN_ID')
     try:
@@ -151,13 +148,20 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
                 last = time.monotonic()
                 progress()
 
-    def call(client, what: str, limit: float = 60.0) -> str:
-        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message."""
+    def call(client, what: str, limit: float = 60.0, status: int | None = None) -> str:
+        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message.
+        On a busy machine the answer can be lost (the service's reply path not matched yet) although the call
+        did its work: arena/state entering ``status`` counts as the answer then."""
         spin_until(client.service_is_ready, f'the {what} service', limit)
         end = time.monotonic() + limit
+
+        def started() -> bool:
+            return status is not None and 'state' in latest and latest['state'].status == status
         while True:
             future = client.call_async(Trigger.Request())
-            spin_until(future.done, f'the answer of {what}', 10.0)
+            spin_until(lambda: future.done() or started(), f'the answer of {what}', 10.0)
+            if not future.done():
+                return f'{what}: its answer was lost, arena/state says it started'
             result = future.result()
             if result.success:
                 return result.message
@@ -173,9 +177,9 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
 
     stop.install()              # SIGINT / SIGTERM / SIGHUP: stop the nodes in order and say so, no traceback
     try:
-        children.start(bringup.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
+        children.start(profiles.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
         t0 = time.monotonic()
-        call(start_exploration, 'arena_explorer/start_exploration')
+        call(start_exploration, 'arena_explorer/start_exploration', status=ArenaState.EXPLORING)
         say(f'  exploration started after {time.monotonic() - started:.1f} s')
         t0 = time.monotonic()
         spin_until(lambda: 'state' in latest and names.get(latest['state'].status) in FINAL, 'the exploration',
@@ -192,7 +196,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         latest.pop('state')
         n_explore_states = len(states)
         t0 = time.monotonic()
-        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0)
+        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0, status=ArenaState.FASTEST_PATH)
         say(f'  {message}')
         spin_until(lambda: 'state' in latest and latest['state'].status != ArenaState.FASTEST_PATH
                    and names.get(latest['state'].status) in FINAL, 'the fastest path', progress=progress)

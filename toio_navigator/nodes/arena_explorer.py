@@ -36,19 +36,34 @@ from rclpy.time import Time
 from std_srvs.srv import Trigger
 
 from toio_navigator import units
-from toio_navigator.arena.executor import (ArenaExecutor, GoalRequest, LogLine, Mode, PathReport, Report, StopCube,
-                                           TurnRequest)
+from toio_navigator.arena.executor import (
+    ArenaExecutor,
+    GoalRequest,
+    LogLine,
+    Mode,
+    PathReport,
+    Report,
+    StopCube,
+    TurnRequest,
+)
 from toio_navigator.arena.explorer import ArenaExplorer
 from toio_navigator.arena.geometry import HEADING_LETTERS, Pose
 from toio_navigator.arena.layout import LayoutError, load_layout
-from toio_navigator.msg import ArenaImage, ArenaState, CubeState, IrRanges, MoveToPose, MoveToPoseResult, NavGoal, \
-    NavResult
+from toio_navigator.msg import (
+    ArenaImage,
+    ArenaState,
+    CubeState,
+    IrRanges,
+    MoveToPose,
+    MoveToPoseResult,
+    NavGoal,
+    NavResult,
+)
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import LATCHED, STATE_QOS
 from toio_navigator.nodes.spin import run_node
-from toio_navigator.settings.arena_explorer import (ArenaNodeError,  # noqa: F401 (older imports)
-                                                    PARAMS, parse_waypoint, settings_from_values)
+from toio_navigator.settings.arena_explorer import PARAMS, parse_waypoint, settings_from_values
 from toio_navigator.settings.spec import SettingError
 from toio_navigator.sim.ir_sensors import VirtualCamera
 from toio_navigator.srv import SetGoal, SetWaypoint

@@ -1,13 +1,11 @@
 """The cube_driver's parity features: lights, sound, IMU, motion, magnet, button, battery, position-ID-missed,
-diagnostics, TF and move_to_pose (the firmware's own 0x03 target control). Topics relative to /<cube>:
+diagnostics and TF (move_to_pose: :mod:`toio_navigator.nodes.driver_moves`). Topics relative to /<cube>:
 
   in   light (std_msgs/ColorRGBA, on until changed), light/pattern (toio_navigator/LightCommand),
-       sound/effect (std_msgs/UInt8, 0..10), sound/melody (toio_navigator/Melody),
-       move_to_pose (toio_navigator/MoveToPose); service move_to_pose/cancel (std_srvs/Trigger)
+       sound/effect (std_msgs/UInt8, 0..10), sound/melody (toio_navigator/Melody)
   out  imu (sensor_msgs/Imu), motion (toio_navigator/MotionState), magnet (toio_navigator/MagnetState),
        button (std_msgs/Bool, latched), battery (sensor_msgs/BatteryState), position_missed (std_msgs/Bool,
-       latched), move_to_pose/result (toio_navigator/MoveToPoseResult), /diagnostics, /tf (publish_tf: off by
-       default, the navigator broadcasts every cube's transform)
+       latched), /diagnostics, /tf (publish_tf: off by default, the navigator broadcasts every cube's transform)
 
 Lights are coalesced (at most one write per ``light_min_interval_s``, newest wins: a burst of N messages over T
 seconds gives at most 1 + ceil(T / interval) writes); sounds are rate-limited (a sound sooner than
@@ -19,26 +17,23 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-import time
 from typing import Callable, Protocol
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from sensor_msgs.msg import BatteryState, Imu
 from std_msgs.msg import Bool, ColorRGBA, UInt8
-from std_srvs.srv import Trigger
 
 from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
-from toio_navigator.cube.coalesced_writer import CoalescedWriter
-from toio_navigator.cube.transport import Transport, TransportError
-from toio_navigator.msg import LightCommand, MagnetState, Melody, MotionState, MoveToPose, MoveToPoseResult
+from toio_navigator.cube.coalesced_writer import CoalescedWriter, RateLimit, characteristic_writer
+from toio_navigator.cube.motor_commands import MotorCommander
+from toio_navigator.cube.transport import Transport
+from toio_navigator.msg import LightCommand, MagnetState, Melody, MotionState
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.qos import LATCHED
 from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.settings.driver import DriverConfig
-
-_TARGET_TEXT = {r.value: r.name.lower().replace('_', ' ') for r in p.TargetResult}
 
 
 class DriverHost(Protocol):
@@ -49,8 +44,8 @@ class DriverHost(Protocol):
     unsupported: dict[str, str]             # feature -> why it is off (filled by supports)
     lock: threading.RLock                   # held by every notification handler
     loop: asyncio.AbstractEventLoop         # the transport's loop: writers write there
-    motor: CoalescedWriter                  # the motor characteristic's writer (move_to_pose shares it)
-    transport: Transport | None
+    motor: MotorCommander                   # the motor characteristic's writes (move_to_pose shares them)
+    transport: Transport | None             # None until a BLE driver found its cube
 
     def supports(self, feature: firmware.Feature) -> bool: ...
 
@@ -69,8 +64,7 @@ class DriverFeatures:
         self._frame = cfg.base_frame
         self.light = CoalescedWriter(host.loop, self._writer(p.Characteristic.LIGHT_CONTROL), cfg.light_min_interval_s)
         self.sound = CoalescedWriter(host.loop, self._writer(p.Characteristic.SOUND_CONTROL), 0.0)
-        self._last_sound = -math.inf
-        self.sounds_dropped = 0
+        self.sound_gate = RateLimit(cfg.sound_min_interval_s)
         self.commands_rejected = 0
         # sensors
         self._pub_imu = node.create_publisher(Imu, 'imu', 10)
@@ -86,13 +80,6 @@ class DriverFeatures:
         node.create_subscription(LightCommand, 'light/pattern', self._on_light_pattern, 10)
         node.create_subscription(UInt8, 'sound/effect', self._on_sound_effect, 10)
         node.create_subscription(Melody, 'sound/melody', self._on_melody, 10)
-        # move_to_pose with the firmware's target control
-        self._pub_move = node.create_publisher(MoveToPoseResult, 'move_to_pose/result', 10)
-        node.create_subscription(MoveToPose, 'move_to_pose', self._on_move_to_pose, 10)
-        node.create_service(Trigger, 'move_to_pose/cancel', self._on_cancel)
-        self._moves: dict[int, tuple[int, float]] = {}      # control id -> (goal id, give-up time)
-        self._control_id = 0
-        node.create_timer(0.2, self._check_moves)
         # diagnostics and TF
         self._pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         if cfg.diagnostics_period_s > 0:
@@ -100,17 +87,16 @@ class DriverFeatures:
         self._tf = TfBroadcaster(node, cfg.frame_id) if cfg.publish_tf else None
 
     def _writer(self, char: p.Characteristic) -> Callable[[bytes], object]:
-        async def write(data: bytes) -> None:
-            t = self.host.transport
-            if t is None or not t.is_connected:
-                raise TransportError('not connected')
-            await t.write(char, data)
-        return write
+        return characteristic_writer(lambda: self.host.transport, char)
 
     def handlers(self) -> dict[type, Callable]:
         return {p.PostureQuaternion: self._on_posture, p.PostureEuler: self._on_posture,
-                p.PostureEulerFloat: self._on_posture, p.MagneticSensor: self._on_magnet,
-                p.TargetMoveResult: self._on_target_result}
+                p.PostureEulerFloat: self._on_posture, p.MagneticSensor: self._on_magnet}
+
+    def apply(self, cfg: DriverConfig) -> None:
+        """Run-time parameter changes that the features hold."""
+        self.light.min_interval_s = cfg.light_min_interval_s
+        self.sound_gate.min_interval_s = cfg.sound_min_interval_s
 
     # ------------------------------------------------------------------------------------ hooks from the node
     def on_mat_changed(self, on_mat: bool) -> None:
@@ -165,8 +151,12 @@ class DriverFeatures:
         self._pub_magnet.publish(m)
 
     # ------------------------------------------------------------------------------------ lights and sound
-    def _reject(self, what: str, why: str) -> None:
+    def count_rejected(self) -> None:
+        """A command refused (malformed, or the firmware cannot): diagnostics count them."""
         self.commands_rejected += 1
+
+    def _reject(self, what: str, why: str) -> None:
+        self.count_rejected()
         self.node.get_logger().warning(f'{self.host.cube}: {what} ignored: {why}', throttle_duration_sec=2.0)
 
     def _on_light(self, colour: ColorRGBA) -> None:
@@ -207,18 +197,10 @@ class DriverFeatures:
         return p.LightSmoothBlink(*colours[0], period_10ms=conversions.duration_10ms(durations[0], 100, 2550),
                                   count=cmd.repeat).encode()
 
-    def _sound_allowed(self) -> bool:
-        now = time.monotonic()
-        if now - self._last_sound < self.host.config.sound_min_interval_s:
-            self.sounds_dropped += 1
-            return False
-        self._last_sound = now
-        return True
-
     def _on_sound_effect(self, effect: UInt8) -> None:
         if effect.data > 10:
             return self._reject('sound effect', f'id must be 0..10, got {effect.data}')
-        if self._sound_allowed():
+        if self.sound_gate.allow():
             self.sound.submit(p.SoundEffect(effect.data, 255).encode())
 
     def _on_melody(self, melody: Melody) -> None:
@@ -226,7 +208,7 @@ class DriverFeatures:
             data = self.encode_melody(melody)
         except (ValueError, p.ProtocolError) as exc:
             return self._reject('melody', str(exc))
-        if self._sound_allowed():
+        if self.sound_gate.allow():
             self.sound.submit(data)
 
     def encode_melody(self, melody: Melody) -> bytes:
@@ -242,100 +224,28 @@ class DriverFeatures:
         return p.SoundMidi(tuple((conversions.duration_10ms(d), n, melody.volume) for n, d in zip(notes, durations)),
                            melody.repeat).encode()
 
-    # ------------------------------------------------------------------------------------ move_to_pose
-    def _move_result(self, goal_id: int, control_id: int, result: int, text: str) -> None:
-        r = MoveToPoseResult(cube=self.host.cube, goal_id=goal_id, control_id=control_id, result=result, text=text)
-        r.header.stamp = self.node.get_clock().now().to_msg()
-        r.header.frame_id = self.host.config.frame_id
-        self._pub_move.publish(r)
-
-    def encode_move(self, goal: MoveToPose, control_id: int) -> bytes:
-        """The 0x03 bytes for a goal; ValueError naming the bad field."""
-        for name in ('x', 'y', 'theta', 'timeout_s'):
-            if not math.isfinite(getattr(goal, name)):
-                raise ValueError(f'{name} must be finite, got {getattr(goal, name)}')
-        if not (0 <= goal.x <= 0xFFFE and 0 <= goal.y <= 0xFFFE):
-            raise ValueError(f'target ({goal.x}, {goal.y}) outside 0..65534 mat units')
-        if goal.angle_mode > 6 or goal.movement_type > 2 or goal.speed_profile > 3:
-            raise ValueError('angle_mode must be 0..6, movement_type 0..2, speed_profile 0..3')
-        if not 0 <= goal.timeout_s <= 255:
-            raise ValueError(f'timeout_s must be 0..255, got {goal.timeout_s}')
-        speed = goal.max_speed or self.host.config.move_default_speed
-        if speed < 10:
-            raise ValueError(f'max_speed must be 10..255 (0 = default), got {speed}')
-        degrees = math.degrees(goal.theta)
-        if goal.angle_mode in (MoveToPose.ANGLE_RELATIVE_CLOCKWISE, MoveToPose.ANGLE_RELATIVE_COUNTERCLOCKWISE):
-            angle = min(int(round(abs(degrees))), 0x1FFF)
-        elif goal.angle_mode in (MoveToPose.ANGLE_NONE, MoveToPose.ANGLE_KEEP):
-            angle = 0
-        else:
-            angle = int(round(degrees)) % 360
-        target = p.Target(int(round(goal.x)), int(round(goal.y)), angle, goal.angle_mode)
-        return p.MotorTarget(control_id, target, timeout_s=int(round(goal.timeout_s)), movement_type=goal.movement_type,
-                             max_speed=speed, speed_profile=goal.speed_profile).encode()
-
-    def _on_move_to_pose(self, goal: MoveToPose) -> None:
-        node = self.host
-        if not node.supports(firmware.MOTOR_TARGET):
-            return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED,
-                                     node.unsupported[firmware.MOTOR_TARGET.name])
-        if node.transport is None or not node.transport.is_connected:
-            return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, 'no link to the cube')
-        self._control_id = self._control_id % 255 + 1      # rolling 1..255, so results are never confused
-        try:
-            data = self.encode_move(goal, self._control_id)
-        except (ValueError, p.ProtocolError) as exc:
-            self.commands_rejected += 1
-            return self._move_result(goal.goal_id, 0, MoveToPoseResult.REJECTED, str(exc))
-        timeout = goal.timeout_s or 10.0
-        with node.lock:
-            give_up = time.monotonic() + timeout + node.config.move_result_margin_s
-            self._moves[self._control_id] = (goal.goal_id, give_up)
-        node.motor.submit(data)
-
-    def _on_target_result(self, note: p.TargetMoveResult) -> None:
-        entry = self._moves.pop(note.control_id, None)
-        if entry is not None:
-            self._move_result(entry[0], note.control_id, note.result,
-                              _TARGET_TEXT.get(note.result, f'result code {note.result}'))
-
-    def _check_moves(self) -> None:
-        now = time.monotonic()
-        with self.host.lock:
-            expired = [(cid, gid) for cid, (gid, deadline) in self._moves.items() if now > deadline]
-            for cid, _gid in expired:
-                del self._moves[cid]
-        for cid, gid in expired:
-            self._move_result(gid, cid, MoveToPoseResult.NO_ANSWER, 'no result from the cube (link lost?)')
-
-    def _on_cancel(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        with self.host.lock:
-            running, self._moves = self._moves, {}
-        if not running:
-            response.success, response.message = False, 'no move_to_pose running'
-            return response
-        self.host.send_wheels(0, 0, 10)          # any motor write ends the firmware's move
-        for cid, (gid, _deadline) in running.items():
-            self._move_result(gid, cid, MoveToPoseResult.CANCELLED, 'cancelled')
-        response.success, response.message = True, f'cancelled {len(running)} move(s)'
-        return response
-
     # ------------------------------------------------------------------------------------ diagnostics
+    def _hardware_id(self) -> str:
+        """The cube's BLE address once known (also for a driver that took any cube), else what it looks for."""
+        host, cfg = self.host, self.host.config
+        if cfg.transport == 'sim':
+            return f'sim:{host.cube}'
+        return getattr(host.transport, 'address', '') or cfg.ble_address or cfg.ble_name
+
     def publish_diagnostics(self) -> None:
         host = self.host
         values = host.link_diagnostics()
         values.update({
             'light_writes': str(self.light.writes), 'light_coalesced': str(self.light.coalesced),
-            'sound_writes': str(self.sound.writes), 'sound_dropped': str(self.sounds_dropped),
+            'sound_writes': str(self.sound.writes), 'sound_dropped': str(self.sound_gate.dropped),
             'commands_rejected': str(self.commands_rejected),
             'unsupported': '; '.join(f'{k} ({v})' for k, v in host.unsupported.items()),
         })
         link = values['link_state']
         level = {'connected': DiagnosticStatus.OK, 'reconnecting': DiagnosticStatus.WARN,
                  'connecting': DiagnosticStatus.WARN}.get(link, DiagnosticStatus.ERROR)
-        cfg = host.config
         status = DiagnosticStatus(level=level, name=f'{host.cube}: cube_driver', message=f'link {link}',
-                                  hardware_id=cfg.ble_address or cfg.ble_name or f'sim:{host.cube}',
+                                  hardware_id=self._hardware_id(),
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.node.get_clock().now().to_msg()

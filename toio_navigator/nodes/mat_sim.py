@@ -40,11 +40,11 @@ from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import BLE_QOS
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.nodes.virtual_ir import ArenaSensors
-from toio_navigator.settings.mat_sim import MatSimError  # noqa: F401 (older imports)
 from toio_navigator.settings.mat_sim import PARAMS, sim_config
 from toio_navigator.settings.spec import SettingError
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCube, VirtualCubes, cube_name
 from toio_navigator.sim.world import World
+
 
 class ContactTracker:
     """Contact starts between the World's cubes, found after every physics step (plain Python, a World listener).
@@ -93,6 +93,10 @@ class ContactTracker:
         return events
 
 
+#: the longest delivery delay of a simulated BLE frame that is taken off a motor command's duration
+MAX_AIR_DELAY_S = 0.5
+
+
 class _CubePort:
     """One virtual cube's BLE face on ROS: tx in, rx out."""
 
@@ -104,6 +108,7 @@ class _CubePort:
                                            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness))
         self.frames_in = 0
         self.rejected = 0
+        self.expired = 0                # motor commands the air's delay used up entirely (_on_time)
 
     def ensure_connected(self) -> bool:
         if self.cube.connected:
@@ -149,6 +154,30 @@ class _CubePort:
         if self.cube.connected:
             self.node.get_logger().info(f'{self.name}: driver went away ({why}); the cube disconnects and stops')
             self.cube.disconnect()
+            # a driver that only looked gone (its lease ran out on a starved host) learns that the link dropped,
+            # as from a BLE disconnect event, and reconnects: the cube forgot its settings
+            self.rx.publish(BleFrame(op=BleFrame.DISCONNECTED))
+
+    def _on_time(self, char: p.Characteristic, data: bytes, stamp) -> bytes | None:
+        """A timed motor command as the cube would run it had the simulated air been as quick as BLE's: DDS on a
+        busy host can deliver a write a few hundred ms late, and the cube would then drive that much longer after
+        the driver's last decision. Its duration is shortened by the frame's delay since the driver wrote it (at
+        most MAX_AIR_DELAY_S: clocks of two hosts need not agree); None when nothing is left of it."""
+        if char is not p.Characteristic.MOTOR_CONTROL or data[:1] != b'\x02' or not (stamp.sec or stamp.nanosec):
+            return data
+        sent_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        late_s = min(max((self.node.get_clock().now().nanoseconds - sent_ns) / 1e9, 0.0), MAX_AIR_DELAY_S)
+        try:
+            command = p.MotorControlTimed.decode(data)
+        except p.ProtocolError:
+            return data                 # the cube rejects it as it would
+        if command.duration_10ms == 0 or late_s < 0.01:
+            return data                 # no limit, or on time
+        left = command.duration_10ms - int(late_s * 100.0)
+        if left < 1:
+            self.expired += 1
+            return None
+        return replace(command, duration_10ms=left).encode()
 
     def _on_tx(self, frame: BleFrame) -> None:
         self.frames_in += 1
@@ -164,6 +193,9 @@ class _CubePort:
         data = bytes(frame.data)
         try:
             if frame.op == BleFrame.WRITE:
+                data = self._on_time(char, data, frame.stamp)
+                if data is None:
+                    return
                 self.cube.write(char, data)
             elif frame.op == BleFrame.READ:
                 self.rx.publish(BleFrame(uuid=char.value, op=BleFrame.READ_RESPONSE, seq=frame.seq,

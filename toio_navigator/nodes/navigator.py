@@ -18,7 +18,6 @@ state used and the goal pursued, so a bag of the inputs and NavResults replays t
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 
@@ -27,16 +26,16 @@ from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
-from toio_navigator.navigation.controller import (STOP, TOWARDS, NavigatorSettings,  # noqa: F401 (older imports)
-                                                  SwarmController, stamp_seconds)
+from toio_navigator.navigation.controller import STOP, SwarmController, stamp_seconds
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.markers import navigator_markers
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import make_executor, run_node
 from toio_navigator.nodes.tf_broadcast import TfBroadcaster
-from toio_navigator.settings.navigator import PARAMS, coerce_setting, navigator_config  # noqa: F401 (older imports)
+from toio_navigator.settings.navigator import PARAMS, navigator_config
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
+
 
 class NavigatorNode(Node):
     """The navigator (rclpy must be initialised). Raises ValueError naming the parameter for bad parameters."""

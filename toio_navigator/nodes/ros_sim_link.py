@@ -8,9 +8,9 @@
 
 So the driver above it runs the same code as on a real cube (same writes, reconnects, settings replay); only the
 air is DDS. "Connected" means the mat_sim process hosts this cube: the tx topic has a matched subscriber and the
-rx topic a matched publisher whose DDS liveliness lease holds. When either disappears (mat_sim dropped the cube,
-stopped, or died: its lease runs out within ``LINK_LEASE_S``) the link is lost and the base class reconnects with
-backoff, exactly as after a BLE disconnect.
+rx topic a matched publisher whose DDS liveliness lease holds. When either disappears (mat_sim stopped, or died:
+its lease runs out within ``LINK_LEASE_S``), or mat_sim says the cube dropped the link (it took this driver for
+gone), the link is lost and the base class reconnects with backoff, exactly as after a BLE disconnect.
 
 Threads: the transport's coroutines run on the driver's asyncio loop; the rx subscription fires on the ROS
 executor thread. Notifications are delivered straight from the executor thread (one hop less on the pose ->
@@ -47,6 +47,7 @@ class RosSimLink(Transport):
         self._watch_period_s = watch_period_s
         self._first_frame_wait_s = first_frame_wait_s
         self._heard = False                     # any frame from mat_sim arrived (the rx path works both ways)
+        self._dropped = False                   # mat_sim said the cube dropped this link (BleFrame.DISCONNECTED)
         self._tx = node.create_publisher(BleFrame, f'{topic_prefix}/tx', BLE_QOS)
         self._peer_lost = False                 # mat_sim's DDS liveliness lease ran out: it died or hangs
         self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
@@ -76,6 +77,7 @@ class RosSimLink(Transport):
     # ------------------------------------------------------------------ Transport primitives
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._dropped = False
         while not self.peer_present():          # bounded by the caller's connect timeout
             await asyncio.sleep(0.005)
         # matching is seen from our side first; the first frame from mat_sim proves its writer matched our reader
@@ -100,7 +102,8 @@ class RosSimLink(Transport):
     async def _write(self, char: Characteristic, data: bytes, response: bool) -> None:
         if not self._open_flag:
             raise TransportError('simulated link is down')
-        self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.WRITE, with_response=response, data=data))
+        self._tx.publish(BleFrame(uuid=char.value, op=BleFrame.WRITE, with_response=response, data=data,
+                                  stamp=self._node.get_clock().now().to_msg()))
 
     async def _read(self, char: Characteristic) -> bytes:
         if not self._open_flag:
@@ -132,7 +135,9 @@ class RosSimLink(Transport):
         if not self._open_flag:
             return                              # like a BLE stack: nothing arrives on a closed link
         self.frames_received += 1
-        if frame.op == BleFrame.NOTIFY:
+        if frame.op == BleFrame.DISCONNECTED:
+            self._dropped = True                # the watch below takes the link down and the base class reconnects
+        elif frame.op == BleFrame.NOTIFY:
             deliver = self._deliver.get(frame.uuid)
             if deliver is not None:
                 deliver(bytes(frame.data))
@@ -148,12 +153,12 @@ class RosSimLink(Transport):
             while self._open_flag:
                 await asyncio.sleep(self._watch_period_s)
                 try:
-                    present = self.peer_present()
+                    present = self.peer_present() and not self._dropped
                 except RuntimeError:    # InvalidHandle / RCLError: our node or its context is gone (shutdown)
                     return
                 if self._open_flag and not present:
                     self._open_flag = False
-                    self._fail_reads('mat_sim went away')
+                    self._fail_reads('the cube dropped the link' if self._dropped else 'mat_sim went away')
                     self._link_lost()
                     return
         except asyncio.CancelledError:

@@ -8,7 +8,7 @@ per cube that publishes to ``<cube>/goal_pose`` (the Tool Properties panel shows
 
 ``DISPLAY_TYPES`` names the message type each display and tool class reads or writes; test/test_rviz_config.py
 runs each profile's bringup and checks every topic of the generated file against the live graph with it.
-The files in config/ (``bringup.rviz_file``) are its output for the profiles' own YAML (``--check``
+The files in config/ (``launching.profiles.rviz_file``) are its output for the profiles' own YAML (``--check``
 says whether they are current). No ROS import: this writes YAML.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from toio_navigator.nodes import bringup
+from toio_navigator.launching import profiles
 from toio_navigator.units import FRAME_ID
 
 #: display / tool class -> the message type on its topic (TF reads /tf and /tf_static)
@@ -130,7 +130,7 @@ def topics(text: str) -> list[tuple[str, str, str]]:
 # ------------------------------------------------------------------------------------------------ CLI
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--profile', choices=bringup.PROFILES, default='sim',
+    parser.add_argument('--profile', choices=profiles.PROFILES, default='sim',
                         help='which bringup: sim and arena add mat_sim\'s ground truth, arena the map and path')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='parameter files with the `cubes` list (repeatable); default: the profile\'s own')
@@ -142,14 +142,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        files = [p.resolve() for p in args.params_file] if args.params_file else bringup.profile_files(args.profile)
-        cubes = bringup.read_cubes(files)
-    except bringup.BringupError as exc:
+        files = [p.resolve() for p in args.params_file] if args.params_file else profiles.profile_files(args.profile)
+        cubes = profiles.read_cubes(files)
+    except profiles.BringupError as exc:
         print(f'rviz-config: {exc}', file=sys.stderr)
         return 2
     text = render(args.profile, cubes, " ".join(p.name for p in args.params_file or ()))
     if args.check:
-        path = bringup.config_dir() / bringup.rviz_file(args.profile)
+        path = profiles.config_dir() / profiles.rviz_file(args.profile)
         if not path.is_file() or path.read_text() != text:
             print(f'rviz-config: {path} is not current: toio-nav rviz-config --profile {args.profile} -o {path}',
                   file=sys.stderr)

@@ -23,7 +23,6 @@ from toio_navigator.msg import CubeState, IrRanges
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.settings.spec import SettingError
-from toio_navigator.settings.virtual_ir import VirtualIrError  # noqa: F401 (older imports)
 from toio_navigator.settings.virtual_ir import PARAMS, virtual_ir_values
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors
 

@@ -122,10 +122,10 @@ def overrides_yaml(routed: dict[Instance, dict[str, object]], taken: set[str] = 
 
 def check_param_file(path: Path) -> tuple[list[str], set[str]]:
     """Check one parameter file by the rules of our nodes; (warnings: sections that name no node of this
-    package, the section names). A section for one node (``navigator``, ``/**/cube_driver``, ``/cube1/cube_driver``) is checked
-    by that node's rules; a wildcard section (``/**``) by the rules of every node that has the parameter (each
-    host of a lab network reads the same file, so a parameter of a node started elsewhere is fine).
-    ParamsError naming the file, the section, the parameter and the rule."""
+    package, the section names). A section for one node (``navigator``, ``/**/cube_driver``,
+    ``/cube1/cube_driver``) is checked by that node's rules; a wildcard section (``/**``) by the rules of every
+    node that has the parameter (each host of a lab network reads the same file, so a parameter of a node
+    started elsewhere is fine). ParamsError naming the file, the section, the parameter and the rule."""
     try:
         data = load_yaml(read_text(path, 'parameter file'), str(path))
     except InputError as exc:

@@ -16,6 +16,8 @@ from toio_navigator.units import MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_METRE
 
 #: the driver's name for a bad parameter (older imports)
 ConfigError = SettingError
+#: ble_name for "any cube no other driver holds"
+ANY_CUBE = '*'
 
 _CONDITIONS = {'always': ID_ALWAYS, 'on_change': ID_ON_CHANGE, 'balanced': ID_BALANCED}
 _HOUR = 3600.0     # longest timeout or period that makes sense (a larger one would overflow the timers)
@@ -24,9 +26,10 @@ PARAMS = ParamSet(
     Param('cube', '', 'cube name used in messages; "" = the node namespace without the slash'),
     Param('transport', 'sim', '"sim" (virtual cube in mat_sim over <cube>/ble/tx|rx) or "ble" (bleak)',
           choices=('sim', 'ble')),
-    Param('ble_name', '', 'BLE: 3-character cube id matched inside the advertised name (e.g. "a1B"); "" and no '
-                          'ble_address = the first cube found (a connected cube stops advertising)'),
-    Param('ble_address', '', 'BLE: MAC address (CoreBluetooth UUID on macOS); skips scanning when set'),
+    Param('ble_name', '', 'BLE: the cube\'s 3-character id, matched inside its advertised name (e.g. "a1B"), or "*" '
+                          'for any cube that no other driver holds; transport ble needs ble_name or ble_address'),
+    Param('ble_address', '', 'BLE: MAC address (CoreBluetooth UUID on macOS); skips scanning when set (and beats '
+                             'ble_name)'),
     Param('ble_adapter', '', 'BLE: adapter, e.g. "hci1" ("" = default)'),
     Param('ble_scan_timeout_s', 10.0, 'BLE: give up a scan after this long', low=0.0, low_open=True, high=_HOUR),
     Param('connect_timeout_s', 10.0, 'one connection attempt times out after this long', low=0.0, low_open=True,
@@ -162,6 +165,10 @@ class DriverConfig:
         _need(v['dead_zone'] <= v['max_motor'], 'dead_zone',
               f'must be <= max_motor ({v["max_motor"]}), got {v["dead_zone"]}')
         _need(bool(v['frame_id']), 'frame_id', 'must not be empty')
+        _need(v['transport'] != 'ble' or bool(v['ble_name'] or v['ble_address']), 'ble_name',
+              'transport ble needs to know which cube to drive, and neither ble_name nor ble_address is set: set '
+              f'ble_name to the cube\'s 3-character id (e.g. "a1B"), ble_address to its address, or ble_name to '
+              f'"{ANY_CUBE}" for any cube that no other driver holds')
         backoff = BackoffPolicy(initial_s=v['reconnect_initial_s'], max_delay_s=v['reconnect_max_s'],
                                 max_attempts=v['reconnect_max_attempts'] or None,
                                 connect_timeout_s=v['connect_timeout_s'])

@@ -12,7 +12,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.arena.geometry import (
-    ARENA_COLS, ARENA_ROWS, EAST, NORTH, SIX_SENSORS, SOUTH, WEST, Pose, SensorMount, inside)
+    ARENA_COLS,
+    ARENA_ROWS,
+    EAST,
+    NORTH,
+    SIX_SENSORS,
+    SOUTH,
+    WEST,
+    Pose,
+    SensorMount,
+    inside,
+)
 from toio_navigator.arena.grid import IR_NOTHING_IN_RANGE
 
 #: the Arduino caps its cell counts at 9 (§3.1)

@@ -21,8 +21,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from toio_navigator.sim.mats import DEFAULT_MAT, FENCE_MARGIN_UNITS, Mat, fence_rect, get_mat
-from toio_navigator.units import (
-    BODY_RADIUS, MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT, WHEEL_TRACK_UNITS)
+from toio_navigator.units import BODY_RADIUS, MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT, WHEEL_TRACK_UNITS
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from toio_navigator.arena.explorer import ExplorerConfig  # noqa: E402
 from toio_navigator.arena.fastest_path import fastest_path  # noqa: E402
 from toio_navigator.arena.layout import ArenaLayout, ImageCard, load_layout  # noqa: E402
-from toio_navigator.arena.simulation import run_exploration  # noqa: E402
+from toio_navigator.sim.arena_run import run_exploration  # noqa: E402
 
 ARENAS = Path(__file__).resolve().parents[2] / 'toio_navigator' / 'data' / 'arenas'
 PATH_BUDGET_S, EXPLORE_BUDGET_S = 0.050, 2.0

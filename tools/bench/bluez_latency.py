@@ -27,7 +27,17 @@ import sys
 import threading
 import time
 
-from pose_to_motor_latency import report     # the same median / p90 line (tools/bench is on sys.path when run)
+import rclpy
+from pose_to_motor_latency import report  # the same median / p90 line (tools/bench is on sys.path when run)
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from toio_navigator.cube.protocol import Characteristic
+from toio_navigator.msg import CubeState, MotorCommand
+from toio_navigator.nodes.mat_sim import MatSimNode
+from toio_navigator.sim.bluez.bus import find_dbus_daemon
+from toio_navigator.sim.bluez.host import BluezHost
 
 ROUND_S = 0.2
 DRIVER = {'id_notify_interval_ms': 200, 'id_notify_condition': 'always', 'min_motor_interval_ms': 0,
@@ -39,7 +49,6 @@ class Stamps:
     """Wraps one virtual cube's notify and write: when position notifications leave and motor writes arrive."""
 
     def __init__(self, cube) -> None:
-        from toio_navigator.cube.protocol import Characteristic
         self.sent: list[float] = []
         self.received: list[float] = []
         notify, write = cube.notify, cube.write
@@ -77,13 +86,6 @@ def driver_command(transport: str, **extra) -> list[str]:
 
 
 def measure(transport: str, rounds: int) -> list[float]:
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.node import Node
-    from rclpy.parameter import Parameter
-
-    from toio_navigator.msg import CubeState, MotorCommand
-
     context = rclpy.Context()
     rclpy.init(context=context)
     echo = Node('latency_echo', context=context)
@@ -96,14 +98,12 @@ def measure(transport: str, rounds: int) -> list[float]:
     echo.create_subscription(CubeState, '/cube1/state', on_state, 10)
     nodes, host, env = [echo], None, dict(os.environ)
     if transport == 'sim':
-        from toio_navigator.nodes.mat_sim import MatSimNode
         sim = MatSimNode(context=context, parameter_overrides=[
             Parameter('cubes', value=['cube1']), Parameter('initial_poses', value=list(POSE))])
         nodes.append(sim)
         stamps = Stamps(sim.firmware[0])
         command = driver_command('sim')
     else:
-        from toio_navigator.sim.bluez.host import BluezHost
         host = BluezHost([POSE])
         stamps = Stamps(host.firmware[0])
         host.start()
@@ -146,7 +146,6 @@ def main() -> int:
     if args.rounds < 1:
         print('--rounds must be >= 1', file=sys.stderr)
         return 2
-    from toio_navigator.sim.bluez.bus import find_dbus_daemon
     if find_dbus_daemon() is None:
         print('bluez_latency: dbus-daemon is not installed; nothing to measure', file=sys.stderr)
         return 2

@@ -24,14 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.navigation.planners import (  # noqa: E402
-    BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner)
+from toio_navigator.navigation.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
@@ -458,8 +458,8 @@ def cost_table(results) -> list[str]:
     sizes = sorted({r['n_agents'] for rows in results.values() for r in circle_rows(rows)})
     lines = ['## Cost versus N (circle_swap_N)', '',
              'µs per agent-step (planner wall time per step / N) and, in brackets, the ratio to the B0 reference',
-             'kernel (docs/metrics.md §7) in the same run. The cost per step grows about linearly with N when the',
-             'first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
+             'kernel (a fixed NumPy computation) in the same run. The cost per step grows about linearly with N when',
+             'the first number stays flat; docs/planner_cost.png plots the same from the median step time, which',
              'shrugs off steps slowed down by other processes on a shared machine.', '',
              '| N | ' + ' | '.join(f'`{p}`' for p in planners) + ' |', '|---:' + '|---:' * len(planners) + '|']
     for n in sizes:
@@ -473,10 +473,8 @@ def cost_table(results) -> list[str]:
 
 
 def plot_cost(results, path: Path) -> None:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, (ax_step, ax_agent) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax_step, ax_agent = fig.subplots(1, 2)
     for planner, rows in results.items():
         circ = circle_rows(rows)
         n = np.array([r['n_agents'] for r in circ])
@@ -506,7 +504,6 @@ def plot_cost(results, path: Path) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 if __name__ == '__main__':

@@ -31,6 +31,13 @@ import sys
 import time
 from pathlib import Path
 
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from toio_navigator.msg import CubeState, MotorCommand, NavGoal
+
 # the lab network is test infrastructure (test/lab_network.py); the benchmark borrows it
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'test'))
 from lab_network import LabError, LabNetwork, unavailable_reason  # noqa: E402
@@ -41,13 +48,6 @@ ROUND_S = 0.25            # > the navigator's minimum tick spacing at rate_hz 4,
 
 def echo(names: list[str]) -> int:
     """The baseline node: every CubeState is answered with a MotorCommand for that cube, immediately."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
-    from rclpy.node import Node
-    from rclpy.qos import qos_profile_sensor_data
-
-    from toio_navigator.msg import CubeState, MotorCommand
-
     rclpy.init()
     node = Node('latency_echo')
     pubs = {c: node.create_publisher(MotorCommand, f'{c}/motor_cmd', 10) for c in names}
@@ -65,16 +65,9 @@ def echo(names: list[str]) -> int:
 
 def measure(names: list[str], rounds: int, with_goals: bool) -> list[float]:
     """Latencies (ms) from the last state of a round to each cube's first command after it."""
-    import rclpy
-    from rclpy.node import Node
-    from rclpy.qos import qos_profile_sensor_data
-
-    from toio_navigator.msg import CubeState, MotorCommand, NavGoal
-
     context = rclpy.Context()
     rclpy.init(context=context)
     node = Node('latency_probe', context=context)
-    from rclpy.executors import SingleThreadedExecutor
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     arrivals: dict[str, float] = {}

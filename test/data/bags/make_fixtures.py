@@ -19,6 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from toio_navigator.msg import CubeState, NavGoal, NavResult
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 
@@ -63,15 +69,11 @@ def record_fixture(name: str) -> None:
     bringup = subprocess.Popen(cli + ['bringup', '--processes'] + files, env=env, start_new_session=True)
     topics = [f'/{c}/{t}' for c in names for t in ('state', 'goal', 'nav_result', 'motor_cmd')]
     recorder = None
-    import rclpy
-    from rclpy.node import Node
 
-    from toio_navigator.msg import CubeState, NavGoal, NavResult
     rclpy.init()
     node = Node('fixture_goals')
     states, reached, ticking = {}, set(), set()
     pubs = {c: node.create_publisher(NavGoal, f'{c}/goal', 10) for c in names}
-    from rclpy.qos import qos_profile_sensor_data
     for c in names:
         node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: states.__setitem__(c, m),
                                  qos_profile_sensor_data)

@@ -19,12 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from toio_navigator.bags.replay import parse_override
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine, select
+from toio_navigator.bench.scenarios import load_scenarios
+from toio_navigator.bench.trial.profiles import PROFILES, get_profile
+from toio_navigator.bench.trial.runner import navigator_setup, place, run_trial
+from toio_navigator.navigation.controller import planner_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from toio_navigator.bench.trial.profiles import PROFILES
-    from toio_navigator.navigation.controller import planner_names
 
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS,
                         help='scenarios file (benchmark format); default: the packaged scenarios.yaml')
@@ -41,11 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toio_navigator.bags.replay import parse_override
-    from toio_navigator.bench.scenarios import load_scenarios
-    from toio_navigator.bench.trial.profiles import get_profile
-    from toio_navigator.bench.trial.runner import navigator_setup, place
-    from toio_navigator.navigation.controller import planner_names
 
     try:
         if args.planner not in planner_names():
@@ -114,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(job):
     """A worker's run: (record, wall seconds, simulated seconds, tick wall times)."""
-    from toio_navigator.bench.trial.runner import run_trial
 
     scenario, seed, planner, profile, overrides = job
     result = run_trial(scenario, planner, profile, seed, overrides)
@@ -123,7 +120,6 @@ def _one(job):
 
 def _results(jobs, planner, profile, overrides, workers: int, tty: bool):
     """(index, (record, wall_s, simulated_s, step_ms)) per finished run, in job order."""
-    from toio_navigator.bench.trial.runner import run_trial
 
     bar = ProgressBar(enabled=tty)
     if workers == 1:

@@ -20,11 +20,22 @@ from typing import Callable
 
 import numpy as np
 
+# the node's settings helpers live with the replay, which rebuilds the node's configuration the same way
+from toio_navigator.bags.replay import default_parameter_files, navigator_config, read_parameter_files
 from toio_navigator.bench.metrics import MetricSetup, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
 from toio_navigator.bench.trial.diagnosis import diagnose
-from toio_navigator.bench.trial.link import (ARRIVE, NOTIFY, STATE, TICK, TIMER, WRITE, EventQueue, MotorLink,
-                                             PositionFeed)
+from toio_navigator.bench.trial.link import (
+    ARRIVE,
+    NOTIFY,
+    STATE,
+    TICK,
+    TIMER,
+    WRITE,
+    EventQueue,
+    MotorLink,
+    PositionFeed,
+)
 from toio_navigator.bench.trial.profiles import TimingProfile, streams
 from toio_navigator.cube import protocol as pr
 from toio_navigator.navigation.controller import LINK_CONNECTED, TOWARDS, SwarmController
@@ -72,9 +83,6 @@ def navigator_setup(scenario: Scenario, placement: Placement, planner: str, over
     parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the disc the
     planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name -> value).
     ValueError naming a bad override."""
-    # the node's settings helpers live with the replay, which rebuilds the node's configuration the same way
-    from toio_navigator.bags.replay import default_parameter_files, navigator_config, read_parameter_files
-
     parameters = read_parameter_files(default_parameter_files())
     cubes = [f'cube{i}' for i in range(scenario.n_agents)]
     (cx0, cy0, cx1, cy1) = parameters.get('mat_rect', (45.0, 45.0, 455.0, 455.0))

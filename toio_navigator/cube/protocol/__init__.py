@@ -19,20 +19,59 @@ else -- the decoders are fuzzed for that.
 from toio_navigator.cube.protocol.battery import BatteryLevel
 from toio_navigator.cube.protocol.button import ButtonState
 from toio_navigator.cube.protocol.codec import Command, Notification, decode, decode_command
-from toio_navigator.cube.protocol.common import (PROPERTIES, SERVICE_UUID, Characteristic, CharLike, Property,
-                                                 ProtocolError, characteristic, parse_version)
-from toio_navigator.cube.protocol.configuration import (CONFIG_LAYOUTS, CONFIG_RESPONSES, ID_ALWAYS, ID_BALANCED,
-                                                        ID_ON_CHANGE, SETTING_COMMANDS, ConfigCommand, ConfigResponse,
-                                                        ConfigWrite, CurrentConnectionInterval, ProtocolVersion,
-                                                        RequestedConnectionInterval, SerializedInfo)
+from toio_navigator.cube.protocol.common import (
+                                                 PROPERTIES,
+                                                 SERVICE_UUID,
+                                                 Characteristic,
+                                                 CharLike,
+                                                 Property,
+                                                 ProtocolError,
+                                                 characteristic,
+                                                 parse_version,
+)
+from toio_navigator.cube.protocol.configuration import (
+                                                 CONFIG_LAYOUTS,
+                                                 CONFIG_RESPONSES,
+                                                 ID_ALWAYS,
+                                                 ID_BALANCED,
+                                                 ID_ON_CHANGE,
+                                                 SETTING_COMMANDS,
+                                                 ConfigCommand,
+                                                 ConfigResponse,
+                                                 ConfigWrite,
+                                                 CurrentConnectionInterval,
+                                                 ProtocolVersion,
+                                                 RequestedConnectionInterval,
+                                                 SerializedInfo,
+)
 from toio_navigator.cube.protocol.id_information import PositionId, PositionIdMissed, StandardId, StandardIdMissed
-from toio_navigator.cube.protocol.light import LightOff, LightOn, LightSequence, LightsOff, LightSmoothBlink
-from toio_navigator.cube.protocol.motor import (KEEP_COORDINATE, MAX_MULTI_TARGETS, MOTOR_LEFT, MOTOR_RIGHT,
-                                                AngleMode, MotorAcceleration, MotorControl, MotorControlTimed,
-                                                MotorMultiTarget, MotorSpeed, MotorTarget, MultiTargetMoveResult,
-                                                Target, TargetMoveResult, TargetResult)
-from toio_navigator.cube.protocol.sensor import (MagneticSensor, MotionSensor, PostureEuler, PostureEulerFloat,
-                                                 PostureQuaternion, SensorRequest, SensorRequestKind)
+from toio_navigator.cube.protocol.light import LightOff, LightOn, LightSequence, LightSmoothBlink, LightsOff
+from toio_navigator.cube.protocol.motor import (
+                                                 KEEP_COORDINATE,
+                                                 MAX_MULTI_TARGETS,
+                                                 MOTOR_LEFT,
+                                                 MOTOR_RIGHT,
+                                                 AngleMode,
+                                                 MotorAcceleration,
+                                                 MotorControl,
+                                                 MotorControlTimed,
+                                                 MotorMultiTarget,
+                                                 MotorSpeed,
+                                                 MotorTarget,
+                                                 MultiTargetMoveResult,
+                                                 Target,
+                                                 TargetMoveResult,
+                                                 TargetResult,
+)
+from toio_navigator.cube.protocol.sensor import (
+                                                 MagneticSensor,
+                                                 MotionSensor,
+                                                 PostureEuler,
+                                                 PostureEulerFloat,
+                                                 PostureQuaternion,
+                                                 SensorRequest,
+                                                 SensorRequestKind,
+)
 from toio_navigator.cube.protocol.sound import SoundEffect, SoundMidi, SoundStop
 
 __all__ = [

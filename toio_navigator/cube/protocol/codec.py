@@ -6,16 +6,38 @@ from typing import Callable, Union
 
 from toio_navigator.cube.protocol.battery import BatteryLevel
 from toio_navigator.cube.protocol.button import ButtonState
-from toio_navigator.cube.protocol.common import CharLike, Characteristic, ProtocolError, as_bytes, check, characteristic
-from toio_navigator.cube.protocol.configuration import (CONFIG_LAYOUTS, CONFIG_RESPONSES, ConfigResponse,
-                                                        ConfigWrite, CurrentConnectionInterval, ProtocolVersion,
-                                                        RequestedConnectionInterval, SerializedInfo)
+from toio_navigator.cube.protocol.common import Characteristic, CharLike, ProtocolError, as_bytes, characteristic, check
+from toio_navigator.cube.protocol.configuration import (
+    CONFIG_LAYOUTS,
+    CONFIG_RESPONSES,
+    ConfigResponse,
+    ConfigWrite,
+    CurrentConnectionInterval,
+    ProtocolVersion,
+    RequestedConnectionInterval,
+    SerializedInfo,
+)
 from toio_navigator.cube.protocol.id_information import PositionId, PositionIdMissed, StandardId, StandardIdMissed
-from toio_navigator.cube.protocol.light import LightOff, LightOn, LightSequence, LightsOff, LightSmoothBlink
-from toio_navigator.cube.protocol.motor import (MotorAcceleration, MotorControl, MotorControlTimed, MotorMultiTarget,
-                                                MotorSpeed, MotorTarget, MultiTargetMoveResult, TargetMoveResult)
-from toio_navigator.cube.protocol.sensor import (MagneticSensor, MotionSensor, PostureEuler, PostureEulerFloat,
-                                                 PostureQuaternion, SensorRequest, decode_posture)
+from toio_navigator.cube.protocol.light import LightOff, LightOn, LightSequence, LightSmoothBlink, LightsOff
+from toio_navigator.cube.protocol.motor import (
+    MotorAcceleration,
+    MotorControl,
+    MotorControlTimed,
+    MotorMultiTarget,
+    MotorSpeed,
+    MotorTarget,
+    MultiTargetMoveResult,
+    TargetMoveResult,
+)
+from toio_navigator.cube.protocol.sensor import (
+    MagneticSensor,
+    MotionSensor,
+    PostureEuler,
+    PostureEulerFloat,
+    PostureQuaternion,
+    SensorRequest,
+    decode_posture,
+)
 from toio_navigator.cube.protocol.sound import SoundEffect, SoundMidi, SoundStop
 
 Command = Union[MotorControl, MotorControlTimed, MotorTarget, MotorMultiTarget, MotorAcceleration, LightOn,

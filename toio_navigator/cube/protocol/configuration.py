@@ -8,8 +8,15 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-from toio_navigator.cube.protocol.common import (Characteristic, ProtocolError, check, encodes, hex_bytes,
-                                                 parse_version, unpack)
+from toio_navigator.cube.protocol.common import (
+    Characteristic,
+    ProtocolError,
+    check,
+    encodes,
+    hex_bytes,
+    parse_version,
+    unpack,
+)
 
 
 class ConfigCommand(enum.IntEnum):

@@ -2,6 +2,11 @@
 for the whole swarm (navigation/coordination). No ROS imports.
 
 ``PLANNERS`` maps a planner name to a factory returning a fresh LocalPlanner; ``make_planner(name)`` builds one.
+
+Each factory imports its planner when called, not this package at load: Python runs this ``__init__`` for every
+import of a module under planners/, and coordination/ imports planners.common, so an eager import of the
+coordinated planner here would come back to a half-loaded coordination module (an import circle at run time
+that the static import graph does not show).
 """
 from __future__ import annotations
 
@@ -9,44 +14,43 @@ from typing import Callable
 
 
 def _sfm():
-    from toio_navigator.navigation.planners.sfm import SfmPlanner
-    return SfmPlanner()
+    from toio_navigator.navigation.planners import sfm  # noqa: PLC0415 lazy, see the docstring
+    return sfm.SfmPlanner()
 
 
 def _ttc():
-    from toio_navigator.navigation.planners.ttc import TtcPlanner
-    return TtcPlanner()
+    from toio_navigator.navigation.planners import ttc  # noqa: PLC0415 lazy, see the docstring
+    return ttc.TtcPlanner()
 
 
 def _vo():
-    from toio_navigator.navigation.planners.vo import VoPlanner
-    return VoPlanner()
+    from toio_navigator.navigation.planners import vo  # noqa: PLC0415 lazy, see the docstring
+    return vo.VoPlanner()
 
 
 def _orca():
-    from toio_navigator.navigation.planners.orca import OrcaPlanner
-    return OrcaPlanner()
+    from toio_navigator.navigation.planners import orca  # noqa: PLC0415 lazy, see the docstring
+    return orca.OrcaPlanner()
 
 
 def _orca_kr():
-    from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner
-    return OrcaKeepRightPlanner()
+    from toio_navigator.navigation.planners import orca  # noqa: PLC0415 lazy, see the docstring
+    return orca.OrcaKeepRightPlanner()
 
 
 def _orca_kr_diff():
-    from toio_navigator.navigation.planners.orca import OrcaKeepRightDiffDrivePlanner
-    return OrcaKeepRightDiffDrivePlanner()
+    from toio_navigator.navigation.planners import orca  # noqa: PLC0415 lazy, see the docstring
+    return orca.OrcaKeepRightDiffDrivePlanner()
 
 
 def _coordinated():
-    from toio_navigator.navigation.planners.coordinated import CoordinatedPlanner
-    return CoordinatedPlanner()
+    from toio_navigator.navigation.planners import coordinated  # noqa: PLC0415 lazy, see the docstring
+    return coordinated.CoordinatedPlanner()
 
 
 def _hlavoid():
-    # written by the navigator-core engineer; imported only when asked for, so this registry works without it
-    from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
-    return HLAvoidPlanner()
+    from toio_navigator.navigation import hlavoid_planner  # noqa: PLC0415 lazy, see the docstring
+    return hlavoid_planner.HLAvoidPlanner()
 
 
 PLANNERS: dict[str, Callable[[], object]] = {

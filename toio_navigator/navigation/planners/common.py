@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toio_navigator.navigation.planner import PlannerOutput
+
 
 def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = None,
                  query: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,7 +121,6 @@ def clip_speed(vel: np.ndarray, max_speed: np.ndarray) -> np.ndarray:
 def waypoint_output(state, velocity: np.ndarray, collision: np.ndarray, horizon: float):
     """Wrap a holonomic velocity as a PlannerOutput: a waypoint ``horizon`` seconds ahead at that speed, so a
     CubeHandle-style move-to-target can follow it too."""
-    from toio_navigator.navigation.planner import PlannerOutput
     speed = np.hypot(velocity[:, 0], velocity[:, 1])
     return PlannerOutput(velocity=velocity, waypoint=state.pos + velocity * horizon, speed_limit=speed,
                          collision=collision)

@@ -163,7 +163,8 @@ class CoordinatedPlanner:
             running = np.max([v for _t, v in self._sent], axis=0)
             heading = np.asarray(state.heading, float)[idx]
             speed, waypoint = self._drive(ex, pos[idx], heading, limit, vmax, react, running[idx], before)
-            speed = self._keep_apart(pos, idx, heading, speed, np.asarray(state.vel, float), radius, react)
+            speed = self._keep_apart(pos, idx, heading, speed, np.asarray(state.vel, float), radius, react,
+                                     running[idx], before)
             speed = self._keep_off_walls(pos[idx], heading, speed, radius[idx], react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
@@ -374,13 +375,17 @@ class CoordinatedPlanner:
         return speed, waypoint
 
     def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, speed: np.ndarray,
-                    vel: np.ndarray, radius: np.ndarray, react: np.ndarray) -> np.ndarray:
+                    vel: np.ndarray, radius: np.ndarray, react: np.ndarray, running: np.ndarray,
+                    before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
-        another one (both going on as they go now, within its reaction time) slows to what stops it before
-        that. Cubes passing each other side by side are not slowed; only closing in is."""
+        another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
+        it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
+        new speed for the command's duration; the other cube goes on as it goes now. Cubes passing side by side,
+        or moving apart (however close they are), are not slowed; only closing in is."""
         p = self.params
-        q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + float(speed.max(initial=0.0)) * float(
-            react.max(initial=0.0)) + 1.0)
+        lead, run = before
+        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
+        q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
         if q.size == 0:
             return speed
         where = np.full(len(pos), -1)
@@ -392,11 +397,15 @@ class CoordinatedPlanner:
                 continue
             need = radius[a] + radius[b] + p.apart
             rel = pos[b] - pos[a]
-            closing = np.array([math.cos(heading[k]), math.sin(heading[k])]) * out[k] - vel[b]
-            c2 = float(closing @ closing)
-            t = min(max(float(rel @ closing) / c2, 0.0), react[k]) if c2 > 1e-9 else 0.0
-            if float(np.hypot(*(rel - closing * t))) < need:
-                out[k] = min(out[k], max(0.0, dist - need) / react[k])
+            way = np.array([math.cos(heading[k]), math.sin(heading[k])])
+            # displacement of a relative to b until a stops, at the speed it is given now
+            shift = way * (running[k] * lead[k] + out[k] * run) - vel[b] * react[k]
+            s2 = float(shift @ shift)
+            t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
+            closest = float(np.hypot(*(rel - shift * t)))
+            if closest < need and closest < dist - 1e-6:
+                room = max(0.0, dist - need)
+                out[k] = min(out[k], max(0.0, min((room - running[k] * lead[k]) / run, room / (lead[k] + run))))
         return out
 
     def _keep_off_walls(self, pos: np.ndarray, heading: np.ndarray, speed: np.ndarray, radius: np.ndarray,

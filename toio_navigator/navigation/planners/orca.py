@@ -94,7 +94,7 @@ class OrcaPlanner:
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
         n = state.n
-        pos, vel = state.pos, state.vel
+        pos = state.pos
         radius = state.radius + p.radius_margin
         vmax = state.max_speed
         v_pref = goal_velocity(pos, state.goal, vmax, dt, p.arrival_steps * dt)

@@ -13,7 +13,12 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import (
-    cap_norm, clip_speed, goal_force_and_neighbours, nearest_on_walls, waypoint_output)
+    cap_norm,
+    clip_speed,
+    goal_force_and_neighbours,
+    nearest_on_walls,
+    waypoint_output,
+)
 
 
 @dataclass

@@ -13,7 +13,13 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import (
-    cap_norm, clip_speed, goal_force_and_neighbours, time_to_collision, wall_time_to_collision, waypoint_output)
+    cap_norm,
+    clip_speed,
+    goal_force_and_neighbours,
+    time_to_collision,
+    wall_time_to_collision,
+    waypoint_output,
+)
 
 
 @dataclass

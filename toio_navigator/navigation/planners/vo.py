@@ -16,7 +16,12 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import (
-    goal_velocity, k_nearest, neighbour_geometry, wall_time_to_collision, waypoint_output)
+    goal_velocity,
+    k_nearest,
+    neighbour_geometry,
+    wall_time_to_collision,
+    waypoint_output,
+)
 
 
 @dataclass

@@ -2,16 +2,32 @@
 GattDescriptor1, served with dbus-fast's ``ServiceInterface``.
 
 Each class is a thin view: properties read the state of the model (:mod:`toio_navigator.sim.bluez.service`),
-methods hand over to it. dbus-fast derives the D-Bus signatures from the annotations, so this module must not
-use ``from __future__ import annotations`` (that would turn the signature strings into quoted strings).
+methods hand over to it. dbus-fast derives the D-Bus signatures from the annotations: each is a Python type
+annotated with its D-Bus signature (``typing.Annotated`` with dbus-fast's ``DBusSignature``).
 The standard interfaces (ObjectManager.GetManagedObjects, InterfacesAdded/Removed, Properties, Introspectable)
 come from dbus-fast's own MessageBus.
 """
-from dbus_fast import DBusError
+from typing import Annotated
+
+from dbus_fast import DBusError, Variant
+from dbus_fast.annotations import (
+    DBusBool,
+    DBusBytes,
+    DBusDict,
+    DBusInt16,
+    DBusObjectPath,
+    DBusSignature,
+    DBusStr,
+    DBusUInt16,
+)
 from dbus_fast.service import PropertyAccess, ServiceInterface, dbus_method, dbus_property
 
 from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Property
-from toio_navigator.cube.protocol import Characteristic as Char   # GattDescriptor1 has a property named Characteristic
+from toio_navigator.cube.protocol import Characteristic as Char  # GattDescriptor1 has a property named Characteristic
+
+StringList = Annotated[list[str], DBusSignature('as')]
+PathList = Annotated[list[str], DBusSignature('ao')]
+ManufacturerDict = Annotated[dict[int, Variant], DBusSignature('a{qv}')]
 
 ERROR = 'org.bluez.Error.'
 #: Client Characteristic Configuration: the descriptor a central writes to enable notifications
@@ -46,47 +62,47 @@ class Adapter(ServiceInterface):
         self._bluez = bluez
 
     @dbus_property(access=PropertyAccess.READ)
-    def Address(self) -> 's':
+    def Address(self) -> DBusStr:
         return self._bluez.adapter_address
 
     @dbus_property(access=PropertyAccess.READ)
-    def AddressType(self) -> 's':
+    def AddressType(self) -> DBusStr:
         return 'public'
 
     @dbus_property(access=PropertyAccess.READ)
-    def Name(self) -> 's':
+    def Name(self) -> DBusStr:
         return self._bluez.adapter_name
 
     @dbus_property(access=PropertyAccess.READ)
-    def Alias(self) -> 's':
+    def Alias(self) -> DBusStr:
         return self._bluez.adapter_name
 
     @dbus_property(access=PropertyAccess.READ)
-    def Powered(self) -> 'b':
+    def Powered(self) -> DBusBool:
         return True
 
     @dbus_property(access=PropertyAccess.READ)
-    def Discoverable(self) -> 'b':
+    def Discoverable(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Pairable(self) -> 'b':
+    def Pairable(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Discovering(self) -> 'b':
+    def Discovering(self) -> DBusBool:
         return self._bluez.discovering
 
     @dbus_property(access=PropertyAccess.READ)
-    def UUIDs(self) -> 'as':
+    def UUIDs(self) -> StringList:
         return []
 
     @dbus_property(access=PropertyAccess.READ)
-    def Roles(self) -> 'as':
+    def Roles(self) -> StringList:
         return ['central', 'peripheral']
 
     @dbus_method()
-    def SetDiscoveryFilter(self, properties: 'a{sv}'):
+    def SetDiscoveryFilter(self, properties: DBusDict):
         self._bluez.set_discovery_filter(properties)
 
     @dbus_method()
@@ -98,11 +114,11 @@ class Adapter(ServiceInterface):
         self._bluez.stop_discovery()
 
     @dbus_method()
-    def GetDiscoveryFilters(self) -> 'as':
+    def GetDiscoveryFilters(self) -> StringList:
         return ['UUIDs', 'RSSI', 'Pathloss', 'Transport', 'DuplicateData', 'Discoverable', 'Pattern']
 
     @dbus_method()
-    async def RemoveDevice(self, device: 'o'):
+    async def RemoveDevice(self, device: DBusObjectPath):
         await self._bluez.remove_device(device)
 
 
@@ -114,71 +130,71 @@ class Device(ServiceInterface):
         self._link = link
 
     @dbus_property(access=PropertyAccess.READ)
-    def Address(self) -> 's':
+    def Address(self) -> DBusStr:
         return self._link.address
 
     @dbus_property(access=PropertyAccess.READ)
-    def AddressType(self) -> 's':
+    def AddressType(self) -> DBusStr:
         return 'random'         # toio cubes use a random device address
 
     @dbus_property(access=PropertyAccess.READ)
-    def Name(self) -> 's':
+    def Name(self) -> DBusStr:
         return self._link.name
 
     @dbus_property(access=PropertyAccess.READ)
-    def Alias(self) -> 's':
+    def Alias(self) -> DBusStr:
         return self._link.name
 
     @dbus_property(access=PropertyAccess.READ)
-    def Adapter(self) -> 'o':
+    def Adapter(self) -> DBusObjectPath:
         return self._link.adapter_path
 
     @dbus_property(access=PropertyAccess.READ)
-    def Paired(self) -> 'b':
+    def Paired(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Bonded(self) -> 'b':
+    def Bonded(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Trusted(self) -> 'b':
+    def Trusted(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Blocked(self) -> 'b':
+    def Blocked(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def LegacyPairing(self) -> 'b':
+    def LegacyPairing(self) -> DBusBool:
         return False
 
     @dbus_property(access=PropertyAccess.READ)
-    def Connected(self) -> 'b':
+    def Connected(self) -> DBusBool:
         return self._link.connected
 
     @dbus_property(access=PropertyAccess.READ)
-    def ServicesResolved(self) -> 'b':
+    def ServicesResolved(self) -> DBusBool:
         return self._link.resolved
 
     @dbus_property(access=PropertyAccess.READ)
-    def RSSI(self) -> 'n':
+    def RSSI(self) -> DBusInt16:
         return self._link.rssi
 
     @dbus_property(access=PropertyAccess.READ)
-    def UUIDs(self) -> 'as':
+    def UUIDs(self) -> StringList:
         return [SERVICE_UUID]
 
     @dbus_property(access=PropertyAccess.READ)
-    def ManufacturerData(self) -> 'a{qv}':
+    def ManufacturerData(self) -> ManufacturerDict:
         return {}               # toio adverts carry none
 
     @dbus_property(access=PropertyAccess.READ)
-    def ServiceData(self) -> 'a{sv}':
+    def ServiceData(self) -> DBusDict:
         return {}
 
     @dbus_property(access=PropertyAccess.READ)
-    def AdvertisingFlags(self) -> 'ay':
+    def AdvertisingFlags(self) -> DBusBytes:
         return b'\x06'          # LE General Discoverable, BR/EDR not supported
 
     @dbus_method()
@@ -198,23 +214,23 @@ class GattService(ServiceInterface):
         self._link = link
 
     @dbus_property(access=PropertyAccess.READ)
-    def UUID(self) -> 's':
+    def UUID(self) -> DBusStr:
         return SERVICE_UUID
 
     @dbus_property(access=PropertyAccess.READ)
-    def Primary(self) -> 'b':
+    def Primary(self) -> DBusBool:
         return True
 
     @dbus_property(access=PropertyAccess.READ)
-    def Device(self) -> 'o':
+    def Device(self) -> DBusObjectPath:
         return self._link.path
 
     @dbus_property(access=PropertyAccess.READ)
-    def Handle(self) -> 'q':
+    def Handle(self) -> DBusUInt16:
         return SERVICE_HANDLE
 
     @dbus_property(access=PropertyAccess.READ)
-    def Includes(self) -> 'ao':
+    def Includes(self) -> PathList:
         return []
 
 
@@ -227,40 +243,40 @@ class GattCharacteristic(ServiceInterface):
         self.value = b''
 
     @dbus_property(access=PropertyAccess.READ)
-    def UUID(self) -> 's':
+    def UUID(self) -> DBusStr:
         return self.char.value
 
     @dbus_property(access=PropertyAccess.READ)
-    def Service(self) -> 'o':
+    def Service(self) -> DBusObjectPath:
         return self._link.service_path
 
     @dbus_property(access=PropertyAccess.READ)
-    def Value(self) -> 'ay':
+    def Value(self) -> DBusBytes:
         return self.value
 
     @dbus_property(access=PropertyAccess.READ)
-    def Notifying(self) -> 'b':
+    def Notifying(self) -> DBusBool:
         return bool(self._link.notify_sessions(self.char))
 
     @dbus_property(access=PropertyAccess.READ)
-    def Flags(self) -> 'as':
+    def Flags(self) -> StringList:
         return flags(self.char)
 
     @dbus_property(access=PropertyAccess.READ)
-    def Handle(self) -> 'q':
+    def Handle(self) -> DBusUInt16:
         return CHAR_HANDLES[self.char]
 
     @dbus_property(access=PropertyAccess.READ)
-    def MTU(self) -> 'q':
+    def MTU(self) -> DBusUInt16:
         return self._link.mtu
 
     @dbus_method()
-    def ReadValue(self, options: 'a{sv}') -> 'ay':
+    def ReadValue(self, options: DBusDict) -> DBusBytes:
         self.value = self._link.read(self.char)
         return self.value
 
     @dbus_method()
-    def WriteValue(self, value: 'ay', options: 'a{sv}'):
+    def WriteValue(self, value: DBusBytes, options: DBusDict):
         kind = options.get('type')
         self._link.write(self.char, bytes(value), None if kind is None else str(kind.value))
 
@@ -286,23 +302,23 @@ class GattDescriptor(ServiceInterface):
         self._link, self._char, self._char_path = link, char, char_path
 
     @dbus_property(access=PropertyAccess.READ)
-    def UUID(self) -> 's':
+    def UUID(self) -> DBusStr:
         return CCCD_UUID
 
     @dbus_property(access=PropertyAccess.READ)
-    def Characteristic(self) -> 'o':
+    def Characteristic(self) -> DBusObjectPath:
         return self._char_path
 
     @dbus_property(access=PropertyAccess.READ)
-    def Value(self) -> 'ay':
+    def Value(self) -> DBusBytes:
         return self._cccd()
 
     @dbus_property(access=PropertyAccess.READ)
-    def Handle(self) -> 'q':
+    def Handle(self) -> DBusUInt16:
         return CHAR_HANDLES[self._char] + 2
 
     @dbus_method()
-    def ReadValue(self, options: 'a{sv}') -> 'ay':
+    def ReadValue(self, options: DBusDict) -> DBusBytes:
         return self._cccd()
 
     def _cccd(self) -> bytes:

@@ -7,6 +7,8 @@ tied to this process, watched, and stopped in order. Plain Python (subprocess), 
   refuses to start (exit 2) is reported with its own message.
 * :meth:`Children.stop` stops the nodes that command cubes (navigator, explorer) and the drivers first, the
   simulator last, so each driver's stop reaches its (simulated) cube.
+* :func:`run_processes` is ``toio-nav bringup --processes``: the children until a stop signal, a refusal or the
+  end of ``--duration``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from toio_navigator.lifecycle import REFUSED, supervised_env
+from toio_navigator.lifecycle import REFUSED, StopRequest, supervised_env
 
 #: the role stopped last: the simulated cubes must still be there when the drivers send their stops
 LAST_ROLE = 'sim'
@@ -143,22 +145,54 @@ class Children:
         return all(proc.poll() is not None for _name, proc in self.procs)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """SIGINT to every node but the simulator, wait for them, then the simulator (each group gets
-        ``timeout`` seconds before it is killed)."""
+        """SIGTERM to every node but the simulator, wait for them, then the simulator (each group gets
+        ``timeout`` seconds before it is killed). A node handles SIGTERM as SIGINT (an orderly stop); one still
+        starting up, before its handlers are in place, ends quietly instead of with a KeyboardInterrupt
+        traceback in the middle of an import."""
         first = [(n, p) for n, p in self.procs if self.roles.get(n) != LAST_ROLE]
         last = [(n, p) for n, p in self.procs if self.roles.get(n) == LAST_ROLE]
         for group in (first, last):
             for _name, proc in group:
                 if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
+                    proc.send_signal(signal.SIGTERM)
             deadline = time.monotonic() + timeout
             for name, proc in group:
                 try:
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    print(f'bringup: {name} did not stop within {timeout:g} s after SIGINT: killed', file=sys.stderr)
+                    print(f'bringup: {name} did not stop within {timeout:g} s after SIGTERM: killed', file=sys.stderr)
                     proc.kill()
                     proc.wait(timeout=5)
         for thread in self._forwarders.values():
             thread.join(timeout=1.0)
 
+
+def run_processes(nodes, param_files, extra=None, duration: float | None = None) -> int:
+    """One child per node until a stop signal or ``duration``; 2 if a node refuses to start (the others are
+    stopped), 1 if every node stopped by itself."""
+    stop = StopRequest().install()
+    children = Children()
+    try:
+        children.start(nodes, param_files, extra)
+        deadline = None if duration is None else time.monotonic() + duration
+        while not stop and (deadline is None or time.monotonic() < deadline):
+            dead = children.newly_dead()
+            refused = children.refused(dead)
+            if refused:
+                children.stop()
+                for line in refused:
+                    print(f'bringup: {line}', file=sys.stderr)
+                print('bringup: stopped the other nodes', file=sys.stderr)
+                return REFUSED
+            for name, code in dead:
+                print(f'bringup: {name} stopped ({exit_text(code)}); the others keep running', file=sys.stderr)
+            if children.all_dead():
+                print('bringup: every node has stopped', file=sys.stderr)
+                return 1
+            stop.wait(0.2)
+    finally:
+        children.stop()
+        stop.restore()
+    if stop.signal is not None:
+        print(f'bringup: {stop.name}: every node stopped', file=sys.stderr)
+    return 0

@@ -7,7 +7,7 @@ from toio_navigator.arena.cli_io import CliError, fail, read_layout, write_json
 from toio_navigator.arena.explorer import ArenaExplorer, ExplorerConfig
 from toio_navigator.arena.geometry import HEADING_LETTERS
 from toio_navigator.arena.layout import grid_to_rows
-from toio_navigator.arena.simulation import run_exploration
+from toio_navigator.sim.arena_run import run_exploration
 
 RESULT_FORMAT = 'toio-arena-explore/1'
 
