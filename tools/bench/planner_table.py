@@ -15,6 +15,7 @@ cubes, --trial-seeds seeds per scenario, under each of --trial-profiles. Progres
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trial-seeds', type=int, default=5, help='trial runs per scenario and profile')
     parser.add_argument('--trial-max-agents', type=int, default=64, help='trials only for scenarios this small')
     parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
+    parser.add_argument('--trial-out', type=Path,
+                        help='also write every trial record here ({"results": [...]}, as toio-nav trial --out)')
     parser.add_argument('--max-agents', type=int, help='only scenarios with at most this many cubes (all parts)')
     parser.add_argument('--coordinated-max-agents', type=int, default=256,
                         help=f'{COORDINATED} only on scenarios with at most this many cubes (its first step plans '
@@ -115,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
                 full_best.append(dict(run.metrics, capped=False))
     bench_s = time.monotonic() - started
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
+    if args.trial_out is not None:
+        records = [record for rows in trials.values() for record in rows]
+        args.trial_out.write_text(json.dumps({'results': records}, indent=1) + '\n', encoding='utf-8')
     elapsed = time.monotonic() - started
     args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
     args.doc.parent.mkdir(parents=True, exist_ok=True)

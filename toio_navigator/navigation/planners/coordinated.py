@@ -163,8 +163,8 @@ class CoordinatedPlanner:
             running = np.max([v for _t, v in self._sent], axis=0)
             heading = np.asarray(state.heading, float)[idx]
             speed, waypoint = self._drive(ex, pos[idx], heading, limit, vmax, react, running[idx], before)
-            speed = self._keep_apart(pos, idx, heading, speed, np.asarray(state.vel, float), radius, react,
-                                     running[idx], before)
+            speed = self._keep_apart(pos, idx, heading, waypoint, speed, np.asarray(state.vel, float), radius,
+                                     react, running[idx], before)
             speed = self._keep_off_walls(pos[idx], heading, speed, radius[idx], react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
@@ -310,6 +310,8 @@ class CoordinatedPlanner:
         owner = np.concatenate([np.full(len(pts), k) for k, pts in enumerate(soon)])
         soon = np.vstack(soon)
         wide = 2.0 * self.graph.D
+        walls = self.graph.lattice.walls
+        wall_room = 0.5 * self.graph.D + p.corner_cut_wide     # a corner this far from walls may be cut wide
         for k in range(n):
             path, arcs = sch.paths[k], sch.arcs[k]
             s, lim = float(ex.progress[k]), float(limit[k])
@@ -325,9 +327,11 @@ class CoordinatedPlanner:
                 cos_t = float(into @ out) / max(float(np.hypot(*into) * np.hypot(*out)), 1e-12)
                 if cos_t > 0.999:
                     continue
-                # a corner nobody is near, now or along their next stretch, may be cut wide and taken fast
+                # a corner nobody is near, now or along their next stretch, and far enough from walls, may be cut
+                # wide and taken fast
                 others = soon[owner != k]
-                alone = others.size == 0 or float(np.hypot(*(others - path[m]).T).min()) > wide
+                alone = (others.size == 0 or float(np.hypot(*(others - path[m]).T).min()) > wide) and (
+                    len(walls) == 0 or float(wall_gap(path[m][None], walls)[0]) > wall_room)
                 if alone:       # round the corner, however sharp, on an arc
                     cut, pass_speed = p.corner_cut_wide, p.corner_speed_wide * (1.0 + cos_t) / 2.0
                 else:           # along the path, stopping at a corner sharper than 90 degrees
@@ -374,14 +378,15 @@ class CoordinatedPlanner:
             speed[k] = v
         return speed, waypoint
 
-    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, speed: np.ndarray,
-                    vel: np.ndarray, radius: np.ndarray, react: np.ndarray, running: np.ndarray,
+    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, waypoint: np.ndarray,
+                    speed: np.ndarray, vel: np.ndarray, radius: np.ndarray, react: np.ndarray, running: np.ndarray,
                     before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
         another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
         it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
-        new speed for the command's duration; the other cube goes on as it goes now. Cubes passing side by side,
-        or moving apart (however close they are), are not slowed; only closing in is."""
+        new speed for the command's duration, along its heading or towards its waypoint (CubeHandle turns it
+        there while it drives); the other cube goes on as it goes now. Cubes passing side by side, or moving
+        apart (however close they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
         reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
@@ -397,12 +402,16 @@ class CoordinatedPlanner:
                 continue
             need = radius[a] + radius[b] + p.apart
             rel = pos[b] - pos[a]
-            way = np.array([math.cos(heading[k]), math.sin(heading[k])])
-            # displacement of a relative to b until a stops, at the speed it is given now
-            shift = way * (running[k] * lead[k] + out[k] * run) - vel[b] * react[k]
-            s2 = float(shift @ shift)
-            t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
-            closest = float(np.hypot(*(rel - shift * t)))
+            to_waypoint = waypoint[k] - pos[a]
+            ways = [np.array([math.cos(heading[k]), math.sin(heading[k])]),
+                    to_waypoint / max(float(np.hypot(*to_waypoint)), 1e-9)]
+            closest = np.inf
+            for way in ways:
+                # displacement of a relative to b until a stops, at the speed it is given now
+                shift = way * (running[k] * lead[k] + out[k] * run) - vel[b] * react[k]
+                s2 = float(shift @ shift)
+                t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
+                closest = min(closest, float(np.hypot(*(rel - shift * t))))
             if closest < need and closest < dist - 1e-6:
                 room = max(0.0, dist - need)
                 out[k] = min(out[k], max(0.0, min((room - running[k] * lead[k]) / run, room / (lead[k] + run))))
