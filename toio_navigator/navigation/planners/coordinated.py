@@ -57,6 +57,8 @@ class CoordinatedParams:
     creep_stop: float = 5.0       # u before its limit a creeping cube is stopped (it coasts about that far)
     align_full: float = math.radians(15.0)   # heading error to the waypoint with full speed ...
     align_stop: float = math.radians(40.0)   # ... and beyond which a real cube only turns
+    turn_ahead: float = math.radians(90.0)   # at most this much turn is foreseen before a command takes effect
+    turn_baseline: float = 0.06   # s between the two headings a turn rate is measured from (1 degree steps)
     steer_gap: float = 6.0        # u beyond CubeHandle's reach a waypoint is kept at least
     release: float = 6.0          # u: a real cube this close to where another waits for it counts as there
     stray: float = 5.0            # u a real cube may stray from its path before it holds others back
@@ -109,6 +111,7 @@ class CoordinatedPlanner:
         self.since_progress = 0.0
         self.last: dict = {}
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
+        self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -162,10 +165,14 @@ class CoordinatedPlanner:
             self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
             running = np.max([v for _t, v in self._sent], axis=0)
             heading = np.asarray(state.heading, float)[idx]
-            speed, waypoint = self._drive(ex, pos[idx], heading, limit, vmax, react, running[idx], before)
-            speed = self._keep_apart(pos, idx, heading, waypoint, speed, np.asarray(state.vel, float), radius,
-                                     react, running[idx], before)
-            speed = self._keep_off_walls(pos[idx], heading, speed, radius[idx], react)
+            # where a turning cube will be heading when the next command takes effect (it turns on meanwhile)
+            rate = self._turn_rate(idx, heading, self.clock - age[idx])
+            later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
+            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx], before)
+            speed = self._keep_apart(pos, idx, heading, later, waypoint, speed, np.asarray(state.vel, float),
+                                     radius, react, running[idx], before)
+            for towards in (heading, later):
+                speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
             if (speed > 0).any():
@@ -283,8 +290,8 @@ class CoordinatedPlanner:
             self._again('the end of a plan that could not reach every goal')
 
     # ------------------------------------------------------------------------------------------------ driving
-    def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, limit: np.ndarray, vmax: np.ndarray,
-               react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]):
+    def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, later: np.ndarray, limit: np.ndarray,
+               vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]):
         """Speed (u/s) and waypoint of each real cube. The speed alone decides where it stops: whatever the
         latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at up to
         ``running``, the fastest command still under way; then the new one runs ``before[1]`` s); slower for
@@ -361,7 +368,9 @@ class CoordinatedPlanner:
             # a cube turns in place before it drives off its path: full speed within align_full of the way to
             # its waypoint, none beyond align_stop
             way = target - pos[k]
-            err = abs((math.atan2(way[1], way[0]) - heading[k] + math.pi) % (2.0 * math.pi) - math.pi)
+            bearing = math.atan2(way[1], way[0])
+            # (also as it will be heading: a cube still turning from its last command overshoots)
+            err = max(abs((bearing - h + math.pi) % (2.0 * math.pi) - math.pi) for h in (heading[k], later[k]))
             factor = float(np.clip((p.align_stop - err) / (p.align_stop - p.align_full), 0.0, 1.0))
             if factor < 1.0:
                 v *= factor
@@ -378,15 +387,29 @@ class CoordinatedPlanner:
             speed[k] = v
         return speed, waypoint
 
-    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, waypoint: np.ndarray,
-                    speed: np.ndarray, vel: np.ndarray, radius: np.ndarray, react: np.ndarray, running: np.ndarray,
-                    before: tuple[np.ndarray, float]) -> np.ndarray:
+    def _turn_rate(self, idx: np.ndarray, heading: np.ndarray, measured: np.ndarray) -> np.ndarray:
+        """How fast each cube turns (rad/s): its measured heading against the one at least ``turn_baseline``
+        earlier (headings come in whole degrees); 0 when its states stopped coming."""
+        if self._turn is None or len(self._turn[0]) != self.n:
+            self._turn = (np.zeros(self.n), np.full(self.n, -math.inf), np.zeros(self.n))
+        h0, t0, rate = self._turn
+        gap = measured - t0[idx]
+        fresh = gap >= self.params.turn_baseline
+        turned = (heading - h0[idx] + math.pi) % (2.0 * math.pi) - math.pi
+        rate[idx] = np.where(fresh, np.where(gap < 0.5, turned / np.maximum(gap, 1e-6), 0.0), rate[idx])
+        h0[idx] = np.where(fresh, heading, h0[idx])
+        t0[idx] = np.where(fresh, measured, t0[idx])
+        return rate[idx]
+
+    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, later: np.ndarray,
+                    waypoint: np.ndarray, speed: np.ndarray, vel: np.ndarray, radius: np.ndarray,
+                    react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
         another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
         it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
-        new speed for the command's duration, along its heading or towards its waypoint (CubeHandle turns it
-        there while it drives); the other cube goes on as it goes now. Cubes passing side by side, or moving
-        apart (however close they are), are not slowed; only closing in is."""
+        new speed for the command's duration, along its heading, the heading it turns to meanwhile (``later``) or
+        towards its waypoint (CubeHandle turns it there while it drives); the other cube goes on as it goes now.
+        Cubes passing side by side, or moving apart (however close they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
         reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
@@ -404,6 +427,7 @@ class CoordinatedPlanner:
             rel = pos[b] - pos[a]
             to_waypoint = waypoint[k] - pos[a]
             ways = [np.array([math.cos(heading[k]), math.sin(heading[k])]),
+                    np.array([math.cos(later[k]), math.sin(later[k])]),
                     to_waypoint / max(float(np.hypot(*to_waypoint)), 1e-9)]
             closest = np.inf
             for way in ways:
