@@ -369,9 +369,11 @@ class CoordinatedPlanner:
             # its waypoint, none beyond align_stop
             way = target - pos[k]
             bearing = math.atan2(way[1], way[0])
-            # (also as it will be heading: a cube still turning from its last command overshoots)
-            err = max(abs((bearing - h + math.pi) % (2.0 * math.pi) - math.pi) for h in (heading[k], later[k]))
-            factor = float(np.clip((p.align_stop - err) / (p.align_stop - p.align_full), 0.0, 1.0))
+            factor, later_factor = (float(np.clip((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
+                                                                       - math.pi)) / (p.align_stop - p.align_full),
+                                                  0.0, 1.0)) for h in (heading[k], later[k]))
+            # a cube still turning from its last command overshoots: as it will be heading, no more than a creep
+            factor = min(factor, max(later_factor, p.min_speed / max(v, 1e-9)))
             if factor < 1.0:
                 v *= factor
                 self.why[k] = 'turning'
