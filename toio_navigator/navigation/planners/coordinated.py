@@ -322,7 +322,9 @@ class CoordinatedPlanner:
         for k in range(n):
             path, arcs = sch.paths[k], sch.arcs[k]
             s, lim = float(ex.progress[k]), float(limit[k])
-            free = lim - s - p.stop_margin
+            # the end of its path is the cube's own goal: it may drive onto it (the margin is for others' ways)
+            at_end = lim >= float(arcs[-1]) - 1e-6
+            free = lim - s - (0.0 if at_end else p.stop_margin)
             v = float(np.clip(min((free - running[k] * lead[k]) / run, free / (lead[k] + run)), 0.0, vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
             reach = s + p.lookahead
@@ -382,8 +384,8 @@ class CoordinatedPlanner:
             if v < p.min_speed:
                 # slower does not turn the wheels: creep, when that still stops within the limit whatever is
                 # under way, or once nothing faster is under way
-                creep = (lim - s > p.creep_stop and running[k] <= p.min_speed + 1.0) or \
-                    free >= running[k] * lead[k] + p.min_speed * run
+                creep = (lim - s > (p.goal_reached if at_end else p.creep_stop) and running[k] <= p.min_speed + 1.0) \
+                    or free >= running[k] * lead[k] + p.min_speed * run
                 v = p.min_speed if creep else 0.0
                 self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
