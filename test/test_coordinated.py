@@ -171,6 +171,28 @@ def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on
     assert ex.limits(pos, np.full(2, 400.0))[follower] == pytest.approx(ex.ends[follower])
 
 
+def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():
+    planner = make_planner('coordinated')
+    pos = np.array([[200.0, 250.0], [232.0, 250.0]])             # 32 u apart: closer than touching + 4 u
+    idx = np.array([0])
+    vel, radius = np.zeros((2, 2)), np.full(2, R)
+    react, before = np.array([0.5]), (np.array([0.2]), 0.3)
+
+    def allowed(heading, waypoint, running=0.0, other=(232.0, 250.0)):
+        here = np.array([pos[0], other])
+        return planner._keep_apart(here, idx, np.array([heading]), np.array([heading]), np.array([waypoint]),
+                                   np.array([100.0]), vel, radius, react, np.array([running]), before)[0]
+
+    assert allowed(np.pi, (100.0, 250.0)) == 100.0               # driving away from it: never held back
+    assert allowed(0.0, (300.0, 250.0)) == 0.0                    # towards it: stopped
+    # heading away but its waypoint behind the other cube: CubeHandle turns it there, so it is stopped too
+    assert allowed(np.pi, (300.0, 250.0)) == 0.0
+    # 60 u apart: room for some speed, less when a fast command is still under way
+    far_away = allowed(0.0, (300.0, 250.0), other=(260.0, 250.0))
+    assert 0.0 < far_away < 100.0
+    assert allowed(0.0, (300.0, 250.0), running=150.0, other=(260.0, 250.0)) < far_away
+
+
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():
     settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', stuck_time_s=0.3,
                                  mat_rect=(45.0, 45.0, 455.0, 455.0))
