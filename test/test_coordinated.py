@@ -1,21 +1,25 @@
-"""The `coordinated` planner: its lattice and route fields, the PIBT rounds over claims, the dead-lock patterns it
-solves where plain ORCA does not, and its use through the navigator's controller."""
+"""The `coordinated` planner: the dead-lock patterns it solves in closed loop where plain ORCA does not, its
+determinism, and the properties its layers rely on (lattice separation, valid plan steps, a schedule without wait
+cycles, gates that hold a follower until the leader has gone).
+
+About 15 s in all: eight short closed-loop trials (the ble profile, fixed seeds) and small pure computations."""
 from __future__ import annotations
 
-from pathlib import Path
+import json
 
 import numpy as np
 import pytest
 
 from toio_navigator.bench.runner import run_scenario
-from toio_navigator.bench.scenarios import Scenario, load_scenarios
-from toio_navigator.bench.trial.profiles import get_profile
+from toio_navigator.bench.scenarios import Scenario
+from toio_navigator.bench.trial.profiles import BLE
 from toio_navigator.bench.trial.runner import run_trial
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
-from toio_navigator.navigation.coordination.lattice import Lattice
-from toio_navigator.navigation.planner import SwarmState
+from toio_navigator.navigation.coordination import lacam, schedule
+from toio_navigator.navigation.coordination.execution import Execution
+from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph
+from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
-from toio_navigator.navigation.planners.coordinated import CoordinatedPlanner
 
 R = 16.5
 
@@ -26,133 +30,167 @@ def scenario(name, starts, goals, segments=(), time_limit=10.0) -> Scenario:
                     segments=np.array(segments, float).reshape(-1, 4))
 
 
-GRID3 = np.array([[x, y] for y in (208.0, 250.0, 292.0) for x in (208.0, 250.0, 292.0)])
+GRID3 = np.array([[x, y] for y in (200.0, 250.0, 300.0) for x in (200.0, 250.0, 300.0)])
 
-#: each a situation no local planner gets out of; starts and goals in mat units
+#: each a situation no local planner gets out of; mat units
 PATTERNS = {
-    # a corridor one cube wide (walls 50 apart, open ends), one cube at each end, swapping ends
-    'corridor_swap': scenario('corridor_swap', [[150, 250], [350, 250]], [[350, 250], [150, 250]],
-                              [[100, 225, 400, 225], [100, 275, 400, 275]], time_limit=12.0),
+    # a corridor one cube wide (walls 60 apart) between two cubes that must swap through it
+    'corridor_swap': scenario('corridor_swap', [[100, 250], [400, 250]], [[400, 250], [100, 250]],
+                              [[180, 220, 320, 220], [180, 280, 320, 280]], time_limit=12.0),
     # a wall with a doorway one cube wide, two cubes on each side swapping sides
     'doorway': scenario('doorway', [[170, 225], [170, 275], [330, 225], [330, 275]],
                         [[330, 225], [330, 275], [170, 225], [170, 275]],
-                        [[250, 100, 250, 225], [250, 275, 250, 400]], time_limit=8.0),
+                        [[250, 100, 250, 220], [250, 280, 250, 400]], time_limit=24.0),
     # a cube inside a U whose closed end lies between it and its goal
-    'u_trap': scenario('u_trap', [[260, 250]], [[420, 250]],
-                       [[200, 180, 300, 180], [300, 180, 300, 320], [200, 320, 300, 320]], time_limit=6.0),
-    # nine cubes packed 42 apart (9 units of gap), each going to the mirror point through the centre
-    'dense_crowd': scenario('dense_crowd', GRID3, 500.0 - GRID3, time_limit=8.0),
+    'u_trap': scenario('u_trap', [[260, 250]], [[420, 120]],
+                       [[200, 180, 300, 180], [300, 180, 300, 320], [200, 320, 300, 320]], time_limit=10.0),
+    # nine cubes packed 50 apart (17 units of gap), each going out through the centre to the opposite side
+    'dense_crowd': scenario('dense_crowd', GRID3, 250.0 + 2.4 * (250.0 - GRID3), time_limit=22.0),
 }
 
 
 @pytest.mark.parametrize('name', sorted(PATTERNS))
-def test_each_dead_lock_pattern_is_solved_by_coordinated_and_not_by_plain_orca(name):
+def test_each_dead_lock_pattern_is_solved_in_closed_loop_by_coordinated_and_not_by_plain_orca(name):
     sc = PATTERNS[name]
-    ours = run_scenario(sc, make_planner('coordinated')).metrics
-    assert ours['success_collision_free'], (name, ours['fraction_arrived'], ours['collisions'])
-    assert all(ours[k] is None or ours[k] > 0.0 for k in ('min_clearance', 'min_obstacle_clearance'))
-    orca = run_scenario(sc, make_planner('orca')).metrics
+    ours = run_trial(sc, 'coordinated', BLE, seed=0).record
+    assert ours['success_collision_free'], (name, ours['failure'])
+    orca = run_trial(sc, 'orca', BLE, seed=0).record
     assert not orca['success_collision_free'], name
 
 
-def swarm(pos, goal, walls=(), radius=R) -> SwarmState:
-    pos = np.asarray(pos, float)
-    n = len(pos)
-    return SwarmState(pos=pos, vel=np.zeros((n, 2)), heading=np.zeros(n), radius=np.full(n, radius),
-                      goal=np.asarray(goal, float), max_speed=np.full(n, 165.0), active=np.ones(n, bool),
-                      walls=np.asarray(walls, float).reshape(-1, 5))
+def test_a_coordinated_trial_is_the_same_for_the_same_seed():
+    sc = PATTERNS['corridor_swap']
+    first = run_trial(sc, 'coordinated', BLE, seed=2)
+    again = run_trial(sc, 'coordinated', BLE, seed=2)
+    assert json.dumps(first.record, sort_keys=True) == json.dumps(again.record, sort_keys=True)
+    assert np.array_equal(first.trajectory, again.trajectory)
+    assert first.record['success_collision_free']
 
 
-def edge_waits_are_acyclic(claims) -> bool:
-    """The wait-for relation between edges (an edge waits for the edges in its gates; a cube's next edge comes
-    after its current one) must never close a cycle: a cycle would be a dead-lock."""
-    graph: dict[int, set[int]] = {}
-    for i in range(claims.n):
-        cur, nxt = int(claims.seq_cur[i]), int(claims.seq_next[i])
-        graph.setdefault(cur, set()).update(g[1] for g in claims.gates_cur[i])
-        if nxt:
-            graph.setdefault(nxt, set()).update(g[1] for g in claims.gates_next[i])
-            graph[nxt].add(cur)
-    state: dict[int, int] = {}
+@pytest.mark.parametrize('name', sorted(PATTERNS))
+def test_each_pattern_is_solved_on_ideal_discs_too(name):
+    metrics = run_scenario(PATTERNS[name], make_planner('coordinated')).metrics
+    assert metrics['success_collision_free'], name
+    assert metrics['min_clearance'] is None or metrics['min_clearance'] > 0.0
+
+
+# ------------------------------------------------------------------------------------------------ layers
+
+def test_the_lattice_keeps_every_vertex_a_pair_distance_from_every_edge_it_is_not_on():
+    walls = np.array([[250.0, 60.0, 250.0, 200.0, 0.0], [250.0, 290.0, 250.0, 440.0, 0.0],
+                      [40.0, 40.0, 460.0, 40.0, 10.0]])
+    distance = 46.0
+    lat = Lattice.build((45.0, 45.0, 455.0, 455.0), distance / ROW, walls, R + 4.0)
+    a, k = np.nonzero(lat.neighbours >= 0)
+    b = lat.neighbours[a, k]
+    assert len(a) > 200
+    for u, v in zip(a.tolist(), b.tolist()):
+        p, q = lat.points[u], lat.points[v]
+        others = np.delete(np.arange(lat.size), [u, v])
+        t = np.clip((lat.points[others] - p) @ (q - p) / ((q - p) @ (q - p)), 0.0, 1.0)
+        gap = np.hypot(*(lat.points[others] - (p + t[:, None] * (q - p))).T)
+        assert gap.min() >= distance - 1e-3
+    # the doorway (y 200..290) is passable: some edge crosses x = 250 there
+    crossing = (lat.points[a, 0] - 250.0) * (lat.points[b, 0] - 250.0) < 0
+    assert crossing.any() and np.all(np.abs(lat.points[a[crossing], 1] - 245.0) < 45.0)
+
+
+def corridor_graph() -> tuple[CoordinationGraph, list[int]]:
+    """Two cubes swapping ends of a one-lane corridor with room around it, on ideal-disc spacing."""
+    walls = np.array([[150.0, 225.0, 350.0, 225.0, 0.0], [150.0, 275.0, 350.0, 275.0, 0.0]])
+    starts = np.array([[170.0, 250.0], [330.0, 250.0]])
+    lat = Lattice.build((40.0, 120.0, 460.0, 380.0), 36.0 / ROW, walls, R + 1.0)
+    graph = CoordinationGraph(lat, starts, starts[::-1].copy(), 36.0)
+    return graph, [graph.V + graph.N + i for i in range(graph.N)]
+
+
+def test_a_swap_in_a_one_lane_corridor_gets_a_complete_plan_whose_steps_are_all_valid():
+    graph, start = corridor_graph()
+    plan = lacam.search(graph, start, np.random.default_rng(0), 3000)
+    assert plan.complete and plan.configs[-1] == tuple(int(t) for t in graph.target)
+    for t in range(len(plan.configs) - 1):
+        now, nxt, rank = plan.configs[t], plan.configs[t + 1], plan.ranks[t]
+        for i in range(graph.N):
+            for k in range(graph.N):
+                if i == k:
+                    continue
+                rel = graph.relation(now[i], nxt[i], now[k], nxt[k])
+                assert rel != INVALID
+                if rel == AFTER:
+                    assert rank[i] > rank[k]        # it enters space k leaves: it moves after k
+                if rel == BEFORE:
+                    assert rank[i] < rank[k]
+
+
+def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
+    graph, start = corridor_graph()
+    plan = lacam.search(graph, start, np.random.default_rng(0), 3000)
+    sch = schedule.build(graph, plan)
+    assert sch.overlaps == 0
+    # waits between (cube, segment): on the segment before, and on the segment a gate names
+    edges: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for i in range(sch.n):
+        for m in range(1, len(sch.arcs[i])):
+            out = edges.setdefault((i, m), [(i, m - 1)] if m > 1 else [])
+            for j, reach, _d, leave in sch.gates[i][m]:
+                seg = int(np.searchsorted(sch.arcs[j], reach - 1e-6, side='left')) + (1 if leave else 0)
+                out.append((j, min(max(seg, 1), len(sch.arcs[j]) - 1)))
+    state: dict[tuple[int, int], int] = {}
 
     def cyclic(node) -> bool:
         state[node] = 1
-        for nb in graph.get(node, ()):
-            if state.get(nb) == 1 or (state.get(nb) is None and cyclic(nb)):
+        for nxt in edges.get(node, ()):
+            if state.get(nxt) == 1 or (state.get(nxt) is None and cyclic(nxt)):
                 return True
         state[node] = 2
         return False
-    return not any(state.get(node) is None and cyclic(node) for node in list(graph))
+    assert not any(state.get(node) is None and cyclic(node) for node in list(edges))
+    assert sum(len(g) for gates in sch.gates for g in gates) > 0      # the two cubes do wait for each other
 
 
-def test_pibt_rounds_keep_every_pair_apart_and_never_close_a_wait_cycle():
-    # a crowd on an open mat: 12 cubes packed 40 apart, goals a random permutation of the starts
-    rng = np.random.default_rng(4)
-    starts = np.array([[x, y] for y in (170.0, 210.0, 250.0) for x in (170.0, 210.0, 250.0, 290.0)])
-    goals = starts[rng.permutation(len(starts))]
-    planner = CoordinatedPlanner()
-    planner.reset(len(starts), seed=2)
-    pos = starts.copy()
-    pair = 2 * R + planner.params.margin
-    closest = np.inf
-    for _ in range(120):
-        out = planner.step(swarm(pos, goals), 0.05)
-        pos = pos + out.velocity * 0.05
-        d = np.hypot(*(pos[:, None] - pos[None]).transpose(2, 0, 1))
-        closest = min(closest, float(d[np.triu_indices(len(pos), 1)].min()))
-        assert edge_waits_are_acyclic(planner.claims)
-        if np.all(np.hypot(*(pos - goals).T) < 1e-6):
-            break
-    assert closest >= pair - 0.5          # no two cubes ever share a lattice cell (spacing = pair distance)
-    assert np.all(np.hypot(*(pos - goals).T) < 1e-6)
+def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on():
+    # two cubes on one lattice row; the one behind enters the vertex the one ahead leaves
+    lat = Lattice.build((0.0, 0.0, 400.0, 100.0), 40.0, np.zeros((0, 5)), R)
+    row = lat.points[:, 1] == lat.points[:, 1].min()
+    xs = np.argsort(lat.points[row, 0])
+    v = np.nonzero(row)[0][xs][:4]
+    starts = lat.points[v[[0, 1]]]
+    graph = CoordinationGraph(lat, starts, lat.points[v[[2, 3]]], 34.0)
+    plan = lacam.search(graph, [graph.V + graph.N, graph.V + graph.N + 1], np.random.default_rng(0), 500)
+    ex = Execution(schedule.build(graph, plan))
+    pos = np.array(starts)
+    limit = ex.limits(pos, np.full(2, 200.0))
+    follower = int(np.argmin(starts[:, 0]))
+    leader = 1 - follower
+    assert limit[leader] == pytest.approx(ex.ends[leader])
+    # the follower may move only as far as keeps the pair distance to the leader's way ahead
+    gap = starts[leader, 0] - starts[follower, 0] - limit[follower]
+    assert gap < 34.0 + 2.5 and limit[follower] < ex.ends[follower]
+    ex.progress[leader] = ex.ends[leader]                      # the leader is where it was going
+    pos[leader] = graph.points[graph.V + leader]
+    assert ex.limits(pos, np.full(2, 400.0))[follower] == pytest.approx(ex.ends[follower])
 
 
-def test_two_cubes_on_adjacent_vertices_swap_without_passing_through_each_other():
-    planner = CoordinatedPlanner()
-    planner.reset(2)
-    pos = np.array([[180.0, 252.0], [216.0, 252.0]])          # 36 apart: exactly the pair distance
-    goals = pos[::-1].copy()
-    path = [pos.copy()]
-    for _ in range(80):
-        out = planner.step(swarm(pos, goals), 0.05)
-        pos = pos + out.velocity * 0.05
-        path.append(pos.copy())
-    path = np.array(path)
-    gap = np.hypot(*(path[:, 0] - path[:, 1]).T)
-    assert np.allclose(path[-1], goals)
-    assert gap.min() >= 2 * R + planner.params.margin - 0.5   # one went round the other, never through it
+def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():
+    planner = make_planner('coordinated')
+    pos = np.array([[200.0, 250.0], [232.0, 250.0]])             # 32 u apart: closer than touching + 4 u
+    idx = np.array([0])
+    vel, radius = np.zeros((2, 2)), np.full(2, R)
+    react, before = np.array([0.5]), (np.array([0.2]), 0.3)
 
+    def allowed(heading, waypoint, running=0.0, other=(232.0, 250.0)):
+        here = np.array([pos[0], other])
+        return planner._keep_apart(here, idx, np.array([heading]), np.array([heading]), np.array([waypoint]),
+                                   np.array([100.0]), vel, radius, react, np.array([running]), before)[0]
 
-def test_lattice_drops_vertices_and_edges_a_wall_blocks_and_routes_around_it():
-    wall = np.array([[100.0, 200.0, 300.0, 200.0, 0.0]])       # a horizontal wall segment, zero thickness
-    lat = Lattice.build((0, 100, 400, 300), 36.0, wall, R + 1.0, offsets=1)
-    free_gap = np.abs(lat.points[lat.free, 1] - 200.0)
-    inside = (lat.points[lat.free, 0] >= 100) & (lat.points[lat.free, 0] <= 300)
-    assert np.all(free_gap[inside] >= R + 1.0)
-    crossing = [(v, n) for v in range(lat.size) for n in lat.neighbours[v] if n >= 0
-                and 100 < lat.points[v, 0] < 300 and (lat.points[v, 1] - 200) * (lat.points[n, 1] - 200) < 0]
-    assert crossing == []                                      # no edge passes through the wall
-    field = lat.route_fields(np.array([[200.0, 140.0]]), np.zeros(lat.size, bool))[0]
-    below = int(np.argmin(np.hypot(*(lat.points - [200.0, 260.0]).T)))
-    assert field[below] > 2 * 100.0                            # round an end of the wall, not straight through
-
-
-def test_a_stopped_cube_is_routed_around():
-    # cube 1 is inactive (stopped) in the middle of a one-lane corridor: cube 0 must go round the outside
-    walls = [[100, 225, 400, 225, 0], [100, 275, 400, 275, 0]]
-    planner = CoordinatedPlanner()
-    planner.reset(2)
-    pos = np.array([[60.0, 250.0], [250.0, 250.0]])
-    goals = np.array([[440.0, 250.0], [250.0, 250.0]])
-    state = swarm(pos, goals, walls)
-    state.active = np.array([True, False])
-    for _ in range(200):
-        state.pos = pos
-        out = planner.step(state, 0.05)
-        pos = pos + out.velocity * 0.05
-        assert np.hypot(*(pos[0] - pos[1])) >= 2 * R
-    assert np.hypot(*(pos[0] - goals[0])) < 1e-6
-    assert np.all(pos[1] == [250.0, 250.0])
+    assert allowed(np.pi, (100.0, 250.0)) == 100.0               # driving away from it: never held back
+    assert allowed(0.0, (300.0, 250.0)) == 0.0                    # towards it: stopped
+    # heading away but its waypoint behind the other cube: CubeHandle turns it there, so it is stopped too
+    assert allowed(np.pi, (300.0, 250.0)) == 0.0
+    # 60 u apart: room for some speed, less when a fast command is still under way
+    far_away = allowed(0.0, (300.0, 250.0), other=(260.0, 250.0))
+    assert 0.0 < far_away < 100.0
+    assert allowed(0.0, (300.0, 250.0), running=150.0, other=(260.0, 250.0)) < far_away
 
 
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():
@@ -169,13 +207,7 @@ def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_
         for cube, x in (('a', 150.0), ('b', 350.0)):
             controller.update_state(cube, x, 250.0, 0.0, True, 2, stamp_ns=int(now[0] * 1e9))
         commands = controller.step(now[0])
-    assert all(c.motor is not None and c.motor[:2] != (0, 0) for c in commands)
-    assert controller.sidesteps.sum() == 0   # its own breaker, not the controller's side-steps
-    assert controller.planner.waits() is not None
-
-
-def test_coordinated_in_closed_loop_with_ble_timing_reaches_both_goals_without_contact():
-    sc = {s.name: s for s in load_scenarios(Path(__file__).resolve().parents[1] / 'toio_navigator' / 'data'
-                                            / 'scenarios.yaml')}['head_on_pair']
-    record = run_trial(sc, 'coordinated', get_profile('ble'), seed=0).record
-    assert record['success_collision_free'], record['failure']
+    assert all(c.motor is not None for c in commands)
+    assert any(c.motor[:2] != (0, 0) for c in commands)     # at least one of them is sent on its way
+    assert controller.sidesteps.sum() == 0   # its own coordination, not the controller's side-steps
+    assert controller.planner.plans >= 1

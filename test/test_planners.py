@@ -1,6 +1,7 @@
 """Local planners SFM, TTC, VO, ORCA and orca_kr: interface, solver correctness, behaviour on small scenarios."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, load_scenarios
+from toio_navigator.cli import main
 from toio_navigator.navigation.planner import SwarmState
 from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner
 from toio_navigator.navigation.planners.common import k_nearest
@@ -174,3 +176,12 @@ def test_orca_kr_blocked_by_a_wall_goes_round_its_nearer_end():
     r = run_scenario(wall_end, OrcaKeepRightPlanner()).metrics
     assert r['success_collision_free'] and r['success_time'] < 5.0
     assert not run_scenario(wall_end, OrcaKeepRightPlanner(unstick_wall_range=0.0)).metrics['success']
+
+
+def test_bench_max_agents_keeps_only_the_small_scenarios_and_refuses_nonsense(tmp_path, capsys):
+    out = tmp_path / 'small.json'
+    assert main(['bench', '--planner', 'coordinated', '--max-agents', '2', '--no-progress', '--out', str(out)]) == 0
+    names = [r['name'] for r in json.loads(out.read_text())['scenarios']]
+    assert names == ['head_on_pair']
+    assert main(['bench', '--planner', 'coordinated', '--max-agents', '0', '--no-progress']) == 2
+    assert '--max-agents must be >= 1' in capsys.readouterr().err

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='motion model: holonomic (docs/metrics.md) or differential drive tracking the velocity')
     parser.add_argument('--max-steps', type=int, default=None,
                         help='stop every run after this many steps (cost measurements; metrics then partial)')
+    parser.add_argument('--max-agents', type=int, default=None, help='only scenarios with at most this many cubes')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar on stderr')
 
 
@@ -48,6 +49,14 @@ def run(args: argparse.Namespace) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         print('toio-nav bench: --max-steps must be >= 1', file=sys.stderr)
         return 2
+    if args.max_agents is not None:
+        if args.max_agents < 1:
+            print(f'toio-nav bench: --max-agents must be >= 1, got {args.max_agents}', file=sys.stderr)
+            return 2
+        scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
+        if not scenarios:
+            print('toio-nav bench: no scenario left to run (check --only and --max-agents)', file=sys.stderr)
+            return 2
     bar = ProgressBar(enabled=not args.no_progress)
     results = []
     for index, scenario in enumerate(scenarios, 1):

@@ -437,7 +437,8 @@ class SwarmController:
             vel = np.column_stack([np.cos(pth) * spd, np.sin(pth) * spd])
         else:
             ent_pos, ent_th = pos, th
-        waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok)
+        waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok,
+                                                       age)
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
@@ -553,7 +554,7 @@ class SwarmController:
         pushed = pos + direction * (s.handle_tolerance + s.stuck_distance)
         return np.where(short[:, None], pushed, waypoint), escaping
 
-    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok):
+    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok, age):
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
         n = pos.shape[0]
         if self.planner is None:
@@ -575,7 +576,8 @@ class SwarmController:
         else:
             state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
-                               walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag)
+                               walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
+                               command_s=self.settings.command_duration_ms / 1000.0)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT

@@ -27,6 +27,8 @@ class SwarmState:
     walls: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))  # (M, 5) x1, y1, x2, y2, margin
     bounds: tuple[float, float, float, float] | None = None   # x_min, y_min, x_max, y_max cubes may use; None = any
     latency: float = 0.0            # s from this state to a command taking effect (0: ideal discs, the benchmark)
+    age: np.ndarray | None = None   # (N,) s since each state was measured (None: fresh)
+    command_s: float = 0.0          # s a wheel command runs on by itself unless a newer one replaces it
 
     @property
     def n(self) -> int:

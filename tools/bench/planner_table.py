@@ -2,7 +2,8 @@
 """Regenerate docs/planners.md and docs/planner_cost.png: every planner x every scenario of scenarios.yaml, and the
 planners the navigator offers (hlavoid, orca_kr, orca_kr_diff, coordinated) in closed-loop trials.
 
-    python tools/bench/planner_table.py --full-best -j 2    # the documented table (about an hour on two cores)
+    python tools/bench/planner_table.py -j 2                # the documented table (times: see the document)
+    python tools/bench/planner_table.py --max-agents 64 -j 2   # only the scenarios with at most 64 cubes
     python tools/bench/planner_table.py --no-trial          # the ideal-disc benchmark only (a few minutes)
     python tools/bench/planner_table.py --no-cap            # every run to its end, the big circles too (slow)
 
@@ -14,6 +15,7 @@ cubes, --trial-seeds seeds per scenario, under each of --trial-profiles. Progres
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -58,11 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trial-seeds', type=int, default=5, help='trial runs per scenario and profile')
     parser.add_argument('--trial-max-agents', type=int, default=64, help='trials only for scenarios this small')
     parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
+    parser.add_argument('--trial-out', type=Path,
+                        help='also write every trial record here ({"results": [...]}, as toio-nav trial --out)')
+    parser.add_argument('--max-agents', type=int, help='only scenarios with at most this many cubes (all parts)')
+    parser.add_argument('--coordinated-max-agents', type=int, default=256,
+                        help=f'{COORDINATED} only on scenarios with at most this many cubes (its first step plans '
+                             'for every cube, minutes in Python beyond a few hundred)')
     parser.add_argument('-j', '--jobs', type=int, default=1, help='worker processes for the trials')
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
     args = parser.parse_args(argv)
     scenarios = load_scenarios(args.scenarios)
+    if args.max_agents is not None:
+        scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
     planners, missing = [], {}
     for name in [p.strip() for p in args.planners.split(',') if p.strip()]:
         try:
@@ -78,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     for p_index, planner in enumerate(planners):
         rows = results.setdefault(planner, [])
         for s_index, scenario in enumerate(scenarios):
+            if planner == COORDINATED and scenario.n_agents > args.coordinated_max_agents:
+                continue
             capped = (not args.no_cap and scenario.n_agents >= args.cap_from
                       and scenario.category == args.cap_category)
             label = f'[{p_index * len(scenarios) + s_index + 1}/{total}] {planner} {scenario.name}'
@@ -104,8 +116,13 @@ def main(argv: list[str] | None = None) -> int:
                 run = run_scenario(scenario, make_planner(BEST_PLANNER), progress=lambda k, n: bar.show(label, k, n))
                 bar.clear()
                 full_best.append(dict(run.metrics, capped=False))
+    bench_s = time.monotonic() - started
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
+    if args.trial_out is not None:
+        records = [record for rows in trials.values() for record in rows]
+        args.trial_out.write_text(json.dumps({'results': records}, indent=1) + '\n', encoding='utf-8')
     elapsed = time.monotonic() - started
+    args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
     plot_cost(results, args.plot)
@@ -149,6 +166,7 @@ def success_cell(r):
 def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
     m = machine()
     command = 'python tools/bench/planner_table.py' + (' --full-best' if full_best else '') + \
+        (f' --max-agents {args.max_agents}' if args.max_agents is not None else '') + \
         (' --no-trial' if not trials else f' -j {args.jobs}' if args.jobs > 1 else '')
     lines = [
         '# Planners: results',
@@ -160,7 +178,8 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         '    ' + command,
         '',
         'Every planner runs every scenario of `toio_navigator/data/scenarios.yaml` on ideal discs (`toio-nav',
-        'bench`): all cubes start at rest, each step the planner sees every position and answers with a velocity',
+        'bench`, protocol and metrics: docs/metrics.md §1 to §7): all cubes start at rest, each step the planner',
+        'sees every position and answers with a velocity',
         'that is applied for the whole step (holonomic model, dt = 0.05 s, r = 16.5 u, v_max = 165 u/s); a cube is',
         'at its goal within 10 u, a run succeeds when all are at once, and a contact is an overlap deeper than',
         '0.5 u (one event per touch). The same numbers come out of',
@@ -177,8 +196,10 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         '`loaded` (`ble` on a navigator host that ticks up to three periods late and stalls 300 ms every 2-5 s).',
         '',
         f'Machine: {m["cpu"]}, Python {m["python"]}, NumPy {m["numpy"]}; the machine was shared, so absolute times',
-        'are noisy: compare `cost_ratio_vs_b0` (a fixed NumPy reference kernel timed in the same run).',
-        f'Total wall time of this table: {elapsed / 60:.1f} min.',
+        'are noisy: compare `cost_ratio_vs_b0` (the B0 reference kernel of docs/metrics.md §7, timed in the same',
+        'run).',
+        f'Wall time of this table: {elapsed / 60:.1f} min ({_parts(args)}).' +
+        ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.'),
         '',
     ]
     lines += planners_section()
@@ -207,7 +228,10 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         lines.append('')
     for planner, rows in results.items():
         label = ' (best local planner)' if planner == BEST_PLANNER else ''
-        lines += [f'## `{planner}`{label}', '',
+        note = ([f'Scenarios with more than {args.coordinated_max_agents} cubes are not run: the first step plans '
+                 'for every cube, which takes minutes in Python beyond a few hundred.', '']
+                if planner == COORDINATED else [])
+        lines += [f'## `{planner}`{label}', ''] + note + [
                   '| scenario | N | success | collisions (agents / obstacles) | min clearance | makespan s | '
                   'path ratio | µs per agent-step |',
                   '|---|---:|---|---:|---:|---:|---:|---:|']
@@ -218,6 +242,11 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
                 f"{cell(r['path_length_ratio_mean'], '.3f')} | {cell(r['us_per_agent_step'], '.1f')} |")
         lines.append('')
     return '\n'.join(lines) + '\n'
+
+
+def _parts(args) -> str:
+    parts = getattr(args, 'parts', {})
+    return ', '.join(f'{name} {seconds / 60:.1f} min' for name, seconds in parts.items())
 
 
 def _median(values):
@@ -301,7 +330,7 @@ def planners_section() -> list[str]:
     return [
         '## Planners',
         '',
-        '| name | what it is | parameters (toio scale) |',
+        '| name | what it is | parameters (toio scale, docs/local_planners.md §4) |',
         '|---|---|---|',
         '| `sfm` | social force model (Helbing et al. 2000), forces per unit mass, semi-implicit Euler | '
         'ξ 0.3 s, A 600 u/s², B 8 u, k 1500 s⁻², κ 4.1, f_max 1000 u/s², d_h 200 u, K 10 |',
@@ -316,9 +345,10 @@ def planners_section() -> list[str]:
         'radius margin 3 u, safety gap 3 u |',
         '| `hlavoid` | the navigator\'s HLAvoid (adapter by the navigator-core work), if present | '
         'SDK defaults |',
-        f'| `{COORDINATED}` | the whole swarm at once: a lattice of the mat with route fields, priority inheritance '
-        'with backtracking, claims that wait for one another, a velocity check; see below | pair margin 3 u '
-        '(real cubes 8 u), wall margin 1 u (6 u), keep-right 0.25 |',
+        f'| `{COORDINATED}` | the whole swarm at once: a lattice fitted to the walls, a complete search for every '
+        'cube\'s path (LaCAM over PIBT; priority-based search for few cubes), a temporal plan graph whose waits are '
+        'checked against measured progress, speeds that stop within what is granted, a safety layer; see below | '
+        'pair margin 2 u (real cubes 13 u), wall margin 1 u (7 u) |',
         '',
         'Sampling planners are seeded per scenario with CRC-32 of the scenario name (`seed` in the JSON report).',
         '',
@@ -354,50 +384,49 @@ def coordinated_section() -> list[str]:
         '',
         'A local planner reacts to what is near and cannot promise arrival: in a corridor one cube wide, a',
         'doorway or a U-shaped trap its best move is to wait, or to head for the goal, for ever. The navigator sees',
-        f'every cube, so `{COORDINATED}` plans for the whole swarm at once (`navigation/coordination`), in three',
-        'layers.',
+        f'every cube, so `{COORDINATED}` plans for the whole swarm at once and then carries the plan out in a way no',
+        'timing can break (`navigation/coordination`).',
         '',
-        '1. **Global layer: a lattice of the mat and route fields.** The usable area becomes a square lattice whose',
-        '   spacing is the pair distance (2r + margin), so neighbouring vertices are exactly as far apart as two',
-        '   cubes must be. Vertices closer than r + margin to a wall or disc obstacle are dropped, and so are edges',
-        '   that pass closer (a thin wall between two vertices cuts their edge); the lattice origin is shifted to',
-        '   keep the most vertices, preferring lanes in the middle of a corridor. Starts and goals are extra vertices',
-        '   joined to the lattice vertices they reach in a straight line. Each goal gets a route field, the route',
-        '   length from every vertex (all edges relaxed at once in numpy until nothing changes; in open space simply',
-        '   the straight-line distance). A route field has no local minimum, so a U-trap is left by its opening.',
-        '   Stopped cubes block the vertices around them. A cube that keeps pushing the same cube off its goal (in a',
-        '   corridor one cube wide with goals inside it each would push the other out in turn, for ever) gets a route',
-        '   that treats cubes standing on their goals as walls, and goes round them when there is a way.',
-        '2. **Coordination: priority inheritance with backtracking** (PIBT; Okumura, Machida, Défago and Tamura,',
-        '   IJCAI 2019). Each cube that is at (or just before) its vertex chooses its next vertex, highest priority',
-        '   first: the neighbour nearest its goal along its route field, or staying. If that edge comes too close to',
-        '   a cube that has not chosen yet, that cube is pushed: it chooses first, must leave the way free and',
-        '   inherits the priority; if it cannot, the pusher tries its next vertex. A cube\'s priority is the time',
-        '   since it last stood on its goal (plus a seeded tie-break), so a cube that has waited long enough wins',
-        '   every conflict. That is how dead-locks are resolved: one cube yields or backs off into free space, and a',
-        '   passage one cube wide is taken one direction at a time. Conflicts are geometric (claims closer than',
-        '   r_i + r_j + margin), so off-lattice starts and goals need no special case; a small keep-right preference',
-        '   among equally good vertices puts cubes that meet head-on on different lanes. We chose PIBT over',
-        '   prioritised planning with space-time reservations (Silver, AIIDE 2005) and over LaCAM (Okumura, AAAI 2023,',
-        '   which makes PIBT complete by a search over configurations): both plan in synchronous time steps, while',
-        '   real cubes arrive whenever the radio lets them; PIBT decides one step at a time for the cubes that are',
-        '   ready, costs a few numpy calls per deciding cube, and takes new goals at any moment.',
-        '3. **Execution: claims that wait for one another, and a velocity check.** A decided edge joins the cube\'s',
-        '   claim (its current edge and at most the next one). An edge may come close to another cube\'s claim only if',
-        '   it waits for that claim, and never ends where that cube stops; an edge waits only for older edges, or for',
-        '   the new edges of cubes it pushed, which never wait for their pusher. So the wait-for relation between',
-        '   edges has no cycle, the oldest edge can always be driven, and the execution cannot dead-lock whatever the',
-        '   timing: the idea of the action dependency graphs of Hönig et al. (RA-L 2019) for executing multi-agent',
-        '   plans on robots that are late. Each tick a cube drives along its claim only as far as the space it waits',
-        '   for is free. A last check, independent of the claims, stops any cube whose next step would bring two',
-        '   cubes closer than touching, so no contact can start or deepen.',
+        '1. **A graph of the mat.** The usable area becomes a lattice of rows at least one pair distance D apart',
+        '   (D = 2r + margin) with vertices D / (√3/2) apart along each row, every other row offset by half of',
+        '   that (triangles). An edge is kept only if every other vertex lies at least D from it, so two cubes on',
+        '   different vertices, or on edges without a common vertex, never come closer than D: the coordination',
+        '   only has to look at shared vertices. The rows are placed where cubes fit best (dynamic programming over',
+        '   row positions; a passage between walls gets as many lanes as fit, each in its middle), and of both',
+        '   orientations and several offsets the lattice that covers the free space best and misses none of its',
+        '   connections is kept. Each cube\'s start and goal are vertices of its own; two starts, or two goals, may',
+        '   lie closer than D, and then keep the distance they have. A route field per goal (all edges relaxed at',
+        '   once in numpy) gives the distance to it from every vertex; it has no local minimum, so a U-trap is',
+        '   left by its opening.',
+        '2. **A plan for everyone.** LaCAM (Okumura, AAAI 2023) searches configurations depth first, using PIBT',
+        '   (priority inheritance with backtracking; Okumura et al., IJCAI 2019) to propose the next one and adding',
+        '   one constraint per return to a configuration, so it finds a plan whenever one exists (given budget),',
+        '   including the ones PIBT alone never finds: a pair swapping through a one-lane corridor has to go out,',
+        '   let the others through and come back. PIBT here never lets a cube follow another round a cycle or',
+        '   swap with it, and records the order in which the moves of each step must happen (a cube enters space',
+        '   another leaves only after it). For up to 20 cubes, when that plan is long, priority-based search (Ma et',
+        '   al., AAAI 2019: branch on which of two conflicting cubes plans around the other, space-time A* per cube)',
+        '   often finds a shorter one. Steps back and forth that nobody needed are removed.',
+        '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
+        '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
+        '   cube\'s, the one that comes later in the plan waits until the other has passed (the temporal plan graph',
+        '   / action dependency graph of Hönig et al., 2016 and RA-L 2019). Those waits form no cycle, so the cube',
+        '   holding the earliest unfinished part can always go on: no dead-lock. Each tick every cube\'s progress',
+        '   along its path is measured and it may go only as far as keeps D from what is left of the ways it waits',
+        '   for. A cube held by one that is late, still far from their crossing, may go first when turning that',
+        '   wait round cannot close a cycle.',
+        '4. **Driving real cubes.** The speed alone decides where a cube stops: it goes only as fast as lets it',
+        '   stop within its limit given everything still under way (state age + worst link latency + the command',
+        '   duration + motor lag), creeps below the wheels\' dead zone, slows for corners (stops before one',
+        '   sharper than 90° unless nobody is near), turns in place before it drives off its path, and gets a',
+        '   waypoint that cuts a corner by no more than a few units. Under it, a safety layer slows any cube that',
+        '   would close in on another closer than touching + 4 u within its reaction time. A cube that strays far',
+        '   from its path, a change of goals or of the cubes that can move, or a long stop without progress makes',
+        '   everyone stop and plan again from where they are.',
         '',
-        'Real cubes (the navigator tells the planner its command latency) get more room: an 8 u pair margin and',
-        '6 u from walls; a speed at which the cube stops within its free claim, given that it travels on for about',
-        '1.5 times the latency before a command takes effect; slower turns when other cubes are close; waypoints',
-        'that cut a corner by no more than the room the cube has; and a check that stops a cube whose heading',
-        'would carry it into another one within that time. The controller leaves the dead-locks of a coordinating',
-        'planner to it (no side-steps) and lets it move a cube off its goal to let another one pass.',
+        'On ideal discs (`state.latency` = 0) the same layers run with a 2 u margin and exact motion. The controller',
+        'leaves the dead-locks of a coordinating planner to it (no side-steps) and lets it move a cube off its goal',
+        'to let another one pass.',
         '',
     ]
 

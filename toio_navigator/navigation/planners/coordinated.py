@@ -1,20 +1,22 @@
-"""`coordinated`: a planner for the whole swarm at once, so that it does not dead-lock (docs/planners.md).
+"""`coordinated`: a plan for the whole swarm at once, carried out so that no timing can break it (docs/planners.md).
 
 Layers, each in ``navigation/coordination``:
-* global (``lattice``): the mat as a square lattice whose vertices are one pair distance apart; vertices and edges
-  that a cube cannot use (walls, disc obstacles, stopped cubes) are left out, and a route field per goal gives
-  every vertex its route length to that goal, so cubes go around obstacles and out of U-shaped traps;
-* coordination (``pibt``): cubes that reach a vertex choose the next one, highest priority first, pushing
-  lower-priority cubes out of the way (priority inheritance with backtracking); a cube's priority grows with the
-  time since it last stood on its goal; a cube without progress may ask again, and one that keeps pushing the
-  same cube off its goal routes around the cubes on their goals;
-* execution (``claims``): a cube drives along its claimed edges only as far as the cubes it waits for have freed
-  the space, which keeps every pair apart and every wait finite whatever the timing;
-* driving (``driving``): the velocity on ideal discs; for real cubes the waypoint and speed limit CubeHandle
-  follows, and the checks that stop a cube before it touches another.
+* graph (``lattice``, ``graph``): the mat as a lattice of rows whose vertices lie at least the pair distance
+  from every vertex and edge they do not belong to, fitted to the walls (every lane of a passage in its middle);
+  each cube's start and goal are vertices of its own;
+* plan (``lacam``, ``prioritized``): where every cube is after every step until all stand on their goals, found
+  by a complete search over configurations (LaCAM, with PIBT proposing the next one); where that plan is long
+  for few cubes, priority-based search may find a shorter one (a pair takes the long way round a corridor);
+* order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
+  at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
+* execution (``execution``, here): every tick each cube's progress is measured and its limit computed from the
+  others' progress; a real cube gets the speed that lets it stop within its limit, however late its command
+  takes effect (the state's age + the link's worst latency + the command's own duration + the motor's lag),
+  and a waypoint along its path that cuts corners by at most ``corner_cut``.
 
-Cubes start and end off the lattice: their start point and their goal are extra vertices joined to the lattice
-vertices they can reach in a straight line. ``state.latency`` > 0 (the navigator's controller) means real cubes.
+A cube that strays from its path, a change of goals or of the cubes that can move, or a long stop without
+progress, stops everyone and plans again from where they are, once they are at rest.
+``state.latency`` > 0 (the navigator's controller) means real cubes; 0 means the benchmark's ideal discs.
 """
 from __future__ import annotations
 
@@ -23,56 +25,66 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toio_navigator.navigation.coordination.claims import Claims
-from toio_navigator.navigation.coordination.driving import (
-    coasting,
-    corner_allowance,
-    near_speed,
-    overlapping,
-    real_cube_speed,
-    stop_unsafe,
-    waypoints,
-)
-from toio_navigator.navigation.coordination.geometry import point_segment_distance, polyline_point
-from toio_navigator.navigation.coordination.lattice import Lattice, segments_clear
-from toio_navigator.navigation.coordination.pibt import FIXED, FREE, PibtRound
+from toio_navigator.navigation.coordination import lacam, prioritized, schedule
+from toio_navigator.navigation.coordination.execution import Execution, point_at
+from toio_navigator.navigation.coordination.graph import CoordinationGraph
+from toio_navigator.navigation.coordination.lattice import ROW, Lattice, wall_gap
 from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
+
+UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
 
 
 @dataclass
 class CoordinatedParams:
-    # ideal discs (state.latency == 0) follow their claims exactly:
-    margin: float = 3.0           # u kept between two cubes' claims beyond r_i + r_j (also the lattice spacing)
-    arrive_tol: float = 0.5       # u: an edge is finished when the cube is this close to its end
-    # real cubes (state.latency > 0) lag, overshoot, cut corners and are measured with noise:
-    loop_margin: float = 8.0      # u, the margin for them
-    loop_arrive_tol: float = 6.0  # u, the arrival tolerance for them (CubeHandle stops within 8 u of a target)
-    lead_factor: float = 1.5      # the cube travels on for lead_factor * latency before a command takes effect
-    stop_time: float = 0.35       # s: ... and then on that command (its duration, the motor lag, damping)
-    wall_margin: float = 1.0      # u kept from walls beyond the radius (lattice vertices and edges) ...
-    loop_wall_margin: float = 6.0  # u ... and for real cubes
-    keep_right: float = 0.25      # route-length bonus per unit of sideways step to the right (lane choice)
-    lookahead: float = 80.0       # u: waypoint distance along the claim, for CubeHandle followers
-    pad: float = 6.0              # lattice spacings of free space around cubes and goals (when unbounded)
-    goal_tolerance: float = 5.0   # u: a cube this close to its goal counts as there (its priority resets)
-    detour_after: int = 2         # times a cube pushed the same cube off its goal before it looks for a way round
-    stall_time: float = 1.0       # s without progress after which a cube counts as dead-locked
-    safety_gap: float = 0.1       # u: the velocity check stops steps that end closer than touching + this
-    loop_safety_gap: float = 4.0  # u: ... and for real cubes, whose reported positions are late and noisy
-    near_full: float = 20.0       # u of gap to the nearest cube ahead for full speed (real cubes) ...
-    near_stop: float = 2.0        # u ... down to near_min * vmax at this gap or less
-    near_min: float = 0.2
-    corner_cut: float = 5.0       # u: a waypoint round a corner makes a cube in a crowd cut it by at most this
-    corner_cut_max: float = 20.0  # u: ... and a cube with room to spare by at most this
-    turn_time: float = 0.3        # s a cube needs to change heading (CubeHandle's 250 ms + motor lag)
+    # ideal discs (state.latency == 0) follow their paths exactly:
+    margin: float = 2.0           # u two cubes' ways keep beyond r_i + r_j
+    wall_margin: float = 1.0      # u kept from walls beyond the radius
+    # real cubes (state.latency > 0) are measured with noise, steer late and cut corners:
+    loop_margin: float = 13.0     # u: twice the tracking error (5) and the measurement noise (3)
+    loop_wall_margin: float = 7.0
+    link_latency: float = 0.16    # s from the navigator's command to the cube, at worst
+    motor_lag: float = 0.05       # s the wheels run on after a stop
+    stop_margin: float = 3.0      # u a real cube keeps before its limit
+    lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
+    corner_cut: float = 4.0       # u a waypoint round a corner lets a cube cut it by ...
+    corner_cut_wide: float = 12.0  # u ... when no other cube is near that corner now or soon
+    corner_speed_wide: float = 120.0   # u/s times (1 + cos(turn)) / 2 through such a corner
+    corner_speed: float = 60.0    # u/s times the cosine of a turn: through a corner no faster (a real cube
+                                  # steers late and would leave its path outwards); none through 90 degrees
+    min_speed: float = 22.0       # u/s: a slower command does not move the wheels (dead zone): 0 or this
     handle_reach: float = 8.0     # u: CubeHandle's move-to-target stops this close to its waypoint
-    creep_speed: float = 30.0     # u/s: the least speed given to a real cube that still has room ...
-    creep_room: float = 2.0       # u ... beyond what it covers before a stop takes effect
+    creep_stop: float = 5.0       # u before its limit a creeping cube is stopped (it coasts about that far)
+    align_full: float = math.radians(15.0)   # heading error to the waypoint with full speed ...
+    align_stop: float = math.radians(40.0)   # ... and beyond which a real cube only turns
+    turn_ahead: float = math.radians(90.0)   # at most this much turn is foreseen before a command takes effect
+    turn_baseline: float = 0.06   # s between the two headings a turn rate is measured from (1 degree steps)
+    steer_gap: float = 6.0        # u beyond CubeHandle's reach a waypoint is kept at least
+    release: float = 6.0          # u: a real cube this close to where another waits for it counts as there
+    stray: float = 5.0            # u a real cube may stray from its path before it holds others back
+    startup: float = 0.3          # s the first plan waits for cubes not seen yet
+    track_slack: float = 4.0      # u progress may run ahead of what a real cube was measured to move (noise)
+    deviation: float = 20.0       # u: a real cube this far off its path makes everyone plan again
+    rest_time: float = 0.5        # s without motion commands before the cubes count as standing still
+    reorder: bool = True          # a cube held by a late cube far from their crossing may go first
+    reorder_room: float = 20.0    # u: ... when it gets this much further and the late one can stop that far before
+    apart: float = 4.0            # u beyond touching the safety layer keeps real cubes from closing in
+    stall_time: float = 4.0       # s without progress of any cube before planning again
+    budget: int = 3000            # successor configurations the search may try
+    pbs_agents: int = 20          # priority-based search is also tried for at most this many cubes ...
+    pbs_budget: int = 100         # ... with this many branches
+    tries_small: int = 8          # searches (seeds, with and without keep-right) for at most pbs_agents cubes ...
+    tries_large: int = 4          # ... for at most twice as many (one beyond)
+    keep_right: float = 0.15      # the keep-right preference of every other search (cubes meeting head-on pass)
+    estimate_speed: float = 100.0  # the model that picks a plan for real cubes: u/s along a segment, ...
+    estimate_turn: float = 0.8     # ... s per half turn, ...
+    estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
+    pbs_limit: int = 300          # steps of one cube's path in that search
+    goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
 
 
 class CoordinatedPlanner:
-    """The LocalPlanner interface over lattice + PIBT + claims (module docstring)."""
+    """The LocalPlanner interface over graph + plan + schedule + execution (module docstring)."""
     name = 'coordinated'
     resolves_deadlocks = True     # the controller's side-step breaker must leave its cubes alone
 
@@ -81,346 +93,399 @@ class CoordinatedPlanner:
         self.reset(0)
 
     def reset(self, n: int, seed: int = 0) -> None:
-        rng = np.random.default_rng(seed)
-        self._tiebreak = rng.random(n)
-        self._jitter_salt = int(rng.integers(1, 2 ** 31))
-        self._age = np.zeros(n)
-        self._was_active = np.zeros(n, bool)
-        self._commanded: list[np.ndarray] = []      # commanded speeds of the last ticks (closed loop)
-        self._cut = np.zeros(n)                     # how far each cube may stray from its claim (closed loop)
-        self._bumps: dict[tuple[int, int], int] = {}  # (i, j): how often i pushed j off its goal
-        self._best_h = np.full(n, np.inf)           # each cube's shortest route length to its goal so far
-        self._since_progress = np.zeros(n)          # s since that last shrank
-        self._detours: dict[int, np.ndarray] = {}   # route fields that go around cubes standing on their goals
-        self.lattice: Lattice | None = None
-        self.claims: Claims | None = None
-        self._walls_key: bytes | None = None
-        self._goals = np.full((n, 2), np.nan)
-        self._blocked_key: bytes | None = None
-        self.pushes = 0
+        self.n = n
+        self.seed = seed
+        self.clock = 0.0
+        self.last_motion = -math.inf
+        self.replan = True            # plan at the next chance
+        self.planned_at = 0.0
+        self.key = None               # what the current plan was made for
+        self.agents = np.zeros(0, np.int64)
+        self.graph: CoordinationGraph | None = None
+        self.plan: lacam.Plan | None = None
+        self.execution: Execution | None = None
+        self._lattice: tuple[bytes, Lattice] | None = None
+        self.plans = 0
+        self.reasons: list[tuple[float, str]] = []   # (time, why) of every plan made again
+        self.best_progress = 0.0
+        self.since_progress = 0.0
+        self.last: dict = {}
+        self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
+        self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
         p = self.params
         n = state.n
-        if len(self._age) != n:
-            self.reset(n)
+        if n != self.n:
+            self.reset(n, self.seed)
+        self.clock += dt
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
-        vmax = np.asarray(state.max_speed, float)
-        active = np.asarray(state.active, bool)
-        if not active.any():
-            zero = np.zeros((n, 2))
-            return PlannerOutput(velocity=zero, waypoint=pos.copy(), speed_limit=np.zeros(n),
-                                 collision=np.zeros(n, bool))
-        closed_loop = state.latency > 0.0
-        margin = p.loop_margin if closed_loop else p.margin
-        lead = p.lead_factor * state.latency if closed_loop else 0.0
-        stop = p.stop_time if closed_loop else dt
-        commit = lead + stop                      # s of travel a cube is committed to once it moves
-        self._prepare(state, margin, p.loop_wall_margin if closed_loop else p.wall_margin)
-        claims = self.claims
-        claims.advance(pos, p.loop_arrive_tol if closed_loop else p.arrive_tol, self._cut + p.loop_arrive_tol)
-        self._hold_inactive(active, radius, margin)
-        self._was_active = active.copy()
-        at_goal = np.hypot(*(pos - self._goals).T) <= p.goal_tolerance
-        for i in [i for i in self._detours if at_goal[i]]:
-            del self._detours[i]                   # the detour did its job
-        self._age = np.where(at_goal | ~active, 0.0, self._age + dt)
-        priority = self._age + 0.5 * dt * self._tiebreak
-        remaining = np.hypot(*(pos - claims.u).T)
-        deciding = active & ~claims.has_next() & (remaining <= vmax * commit + 1e-6)
-        status = np.where(deciding, FREE, FIXED)
-        q, other, dist = self._pairs(radius, margin, vmax * commit)
-        parked = active & at_goal & (claims.u_node == self.lattice.size + np.arange(n))
-        stalled = self._stalled(at_goal | ~active, dt)
-        rnd = PibtRound(claims, radius, margin, status, self._near(q, other, dist, radius), self._candidates,
-                        parked, (self.lattice.size + np.arange(n), self._goals), stalled)
-        order = np.argsort(-priority, kind='stable')
-        rnd.run(order[deciding[order]])
-        self.pushes += rnd.pushes
-        self._detour(rnd.pushed_parked, parked, radius, margin)
-        # move along the claim as far as it is free
-        lines = claims.polylines()
-        free = np.where(active, claims.free_length(vmax * commit + p.lookahead), 0.0)
-        step_len = np.minimum(free, vmax * dt)
-        # a cube that turns back at u stops there first (so its finished edge is really left behind)
-        step_len = np.where(claims.sharp_turn(), np.minimum(step_len, remaining), step_len)
-        velocity = np.where(active[:, None], (polyline_point(lines, step_len) - pos) / dt, 0.0)
-        planned = np.where(active[:, None], polyline_point(lines, np.minimum(free, vmax * commit)), pos)
-        pairs = (q, other, dist)
-        keep = stop_unsafe(pos, planned, radius, p.safety_gap, pairs)
-        final = claims.u_node == self.lattice.size + np.arange(n)
-        if closed_loop:
-            # a cube that strays off its claim (latency, a turn taken wide) is stopped before its heading
-            # carries it into another one within the time it is committed
-            moving = self._speed_bound(np.hypot(*np.asarray(state.vel, float).T), max(lead, dt), dt)
-            ahead = np.where(active[:, None], coasting(pos, state.heading, moving, commit), pos)
-            keep &= stop_unsafe(pos, ahead, radius, p.loop_safety_gap, pairs)
-            self._cut = corner_allowance(lines, radius, margin, pairs, self.lattice.walls, p)
-            near = near_speed(pos, state.heading, radius, vmax, pairs, p)
-            speed = real_cube_speed(claims, free, remaining, self._cut, vmax, commit, lead, near, p)
+        seen = np.all(pos > UNSEEN, axis=1)
+        active = np.asarray(state.active, bool) & seen
+        hold = PlannerOutput(velocity=np.zeros((n, 2)), waypoint=pos.copy(), speed_limit=np.zeros(n),
+                             collision=self._overlapping(pos, radius, seen))
+        if not active.any() or (self.execution is None and not seen.all() and self.clock < p.startup):
+            return hold
+        closed = state.latency > 0.0
+        key = self._key(state, active)
+        if key != self.key:
+            self._again('goals or cubes changed')
+        if self.replan:
+            if closed and self.clock - self.last_motion < p.rest_time:
+                return hold                   # everyone stops; plan when they stand still
+            self._make_plan(state, active, key, closed)
+        ex = self.execution
+        idx = self.agents
+        vmax = np.asarray(state.max_speed, float)[idx]
+        if closed:
+            age = np.zeros(n) if state.age is None else np.asarray(state.age, float)
+            react = age[idx] + p.link_latency + state.command_s + p.motor_lag
+            before = (age[idx] + p.link_latency + p.motor_lag, state.command_s + p.motor_lag)
         else:
-            self._cut = np.zeros(n)
-            speed = np.clip(free / commit, 0.0, vmax)
-        waypoint = np.where(active[:, None], waypoints(claims, lines, free, remaining, self._cut, final, p), pos)
-        velocity = np.where(keep[:, None], velocity, 0.0)
-        speed_limit = np.where(active & keep, speed, 0.0)
-        self.last = dict(free=free, keep=keep, speed=speed, cut=self._cut, deciding=deciding)
-        return PlannerOutput(velocity=velocity, waypoint=waypoint, speed_limit=speed_limit,
-                             collision=overlapping(radius, pairs, n))
-
-    def _speed_bound(self, commanded: np.ndarray, window: float, dt: float) -> np.ndarray:
-        """Each cube's speed over the next ``window`` seconds, before a command sent now takes effect: the mean
-        of the speeds commanded within the last ``window`` (those commands are still on their way)."""
-        self._commanded.append(commanded)
-        del self._commanded[:-max(1, int(math.ceil(window / dt)))]
-        return np.mean(np.stack(self._commanded), axis=0)
-
-    def waits(self) -> dict[int, list[int]]:
-        """Which cubes each cube currently waits for (diagnostics: who blocks whom)."""
-        return {} if self.claims is None else self.claims.waits()
-
-    # ------------------------------------------------------------------------------------------------ set-up
-    def _prepare(self, state: SwarmState, margin: float, wall_margin: float) -> None:
-        """(Re)build the lattice when the walls, the radii or the area change; refresh goals and blocked
-        vertices (stopped cubes) and the route fields that depend on them."""
-        p = self.params
-        active = np.asarray(state.active, bool)
-        radius = np.asarray(state.radius, float)
-        walls = np.asarray(state.walls, float).reshape(-1, 5)
-        typical = radius[active] if active.any() else radius
-        r_typ = float(typical[0]) if np.all(typical == typical[0]) else float(np.median(typical))
-        spacing = 2.0 * r_typ + margin
-        key = walls.tobytes() + np.float64(spacing).tobytes() + np.float64(wall_margin).tobytes()
-        # the area the lattice must cover: active cubes and their goals (a stopped cube far away, e.g. one never
-        # seen yet, does not matter), clipped to the usable area when it is known
-        wanted = np.vstack([state.pos[active], np.asarray(state.goal)[active]])
-        if state.bounds is not None:
-            x0, y0, x1, y1 = state.bounds
-            inside = np.all((state.pos >= [x0, y0]) & (state.pos <= [x1, y1]), axis=1)
-            wanted = np.clip(np.vstack([wanted, state.pos[inside]]), [x0, y0], [x1, y1])
-        if len(wanted) == 0:
-            wanted = np.asarray(state.pos, float)
-        if self.lattice is None or key != self._walls_key or not self._covers(wanted, spacing):
-            lo = wanted.min(axis=0) - p.pad * spacing
-            hi = wanted.max(axis=0) + p.pad * spacing
-            if state.bounds is not None:
-                lo, hi = np.maximum(lo, state.bounds[:2]), np.minimum(hi, state.bounds[2:])
-            self._area = (lo, hi, state.bounds is not None)
-            self.lattice = Lattice.build((*lo, *hi), spacing, walls, r_typ + wall_margin)
-            self._walls_key = key
-            v = self.lattice.size
-            self.claims = Claims(state.pos, v + state.n + np.arange(state.n))
-            self._was_active = np.ones(state.n, bool)      # every claim starts where its cube is now
-            self._float = np.array(state.pos, float)
-            self._goals = np.full((state.n, 2), np.nan)
-            self._blocked_key = None
-            self._field = None
-            self._blocked = np.zeros(v, bool)
-            self._detours.clear()                          # they index the old lattice
-            self._goal_adj: list[frozenset] = [frozenset()] * state.n     # vertices joined to each goal
-            self._float_adj = [self._attach(i, self._float[i]) for i in range(state.n)]
-        lat = self.lattice
-        inactive = ~active
-        blocked_key = np.round(state.pos[inactive], 0).tobytes() + inactive.tobytes()
-        if blocked_key != self._blocked_key:
-            self._blocked_key = blocked_key
-            self._blocked = np.zeros(lat.size, bool)
-            for j in np.nonzero(inactive)[0]:
-                reach = radius[j] + r_typ + margin
-                self._blocked |= np.hypot(*(lat.points - state.pos[j]).T) < reach
-            self._goals[:] = np.nan                          # every goal's field depends on the blocked set
-        goals = np.asarray(state.goal, float)
-        changed = active & ~np.all(np.isclose(goals, self._goals), axis=1)
-        if changed.any():
-            self._goals[changed] = goals[changed]
-            routed = len(lat.walls) > 0 or self._blocked.any()
-            if routed and self._field is None:
-                self._field = np.full((state.n, lat.size), np.inf)
-            if not routed:
-                self._field = None
-            rows = np.nonzero(changed)[0]
-            self._best_h[rows] = np.inf
-            for i in rows:
-                self._detours.pop(int(i), None)
-                idx, _d = lat.attach(self._goals[i], self._blocked)
-                self._goal_adj[i] = frozenset(int(k) for k in idx)
-            if self._field is not None:
-                self._field[rows] = lat.route_fields(self._goals[rows], self._blocked)
-
-    def _stalled(self, settled: np.ndarray, dt: float) -> np.ndarray:
-        """Dead-lock detection by progress: cubes whose route length to their goal (at their current vertex)
-        has not shrunk by a unit for ``stall_time`` seconds."""
-        c, v = self.claims, self.lattice.size
-        idx = np.minimum(c.u_node, v - 1)
-        h = np.hypot(*(c.u - self._goals).T)                  # off the lattice, and in open space
-        if self._field is not None:
-            h = np.where(c.u_node < v, self._field[np.arange(c.n), idx], h)
-        for i, field in self._detours.items():
-            if c.u_node[i] < v:
-                h[i] = field[idx[i]]
-        h = np.where(c.u_node == v + np.arange(c.n), 0.0, np.where(np.isfinite(h), h, np.inf))
-        better = settled | (h < self._best_h - 1.0)
-        self._best_h = np.where(better, h, self._best_h)
-        self._since_progress = np.where(better, 0.0, self._since_progress + dt)
-        return self._since_progress >= self.params.stall_time
-
-    def _detour(self, pushers: set[tuple[int, int]], parked: np.ndarray, radius: np.ndarray, margin: float) -> None:
-        """Dead-lock by pushing: a cube that keeps pushing cubes off their goals (in a one-lane corridor it
-        would push them out, reach its goal, and then be pushed out by them in turn, for ever) gets a route
-        that treats the cubes standing on their goals as walls, when one exists: it goes around them."""
-        p = self.params
-        lat = self.lattice
-        for i, j in pushers:
-            self._bumps[(i, j)] = self._bumps.get((i, j), 0) + 1
-            if self._bumps[(i, j)] < p.detour_after:
-                continue
-            # cubes parked next to i's own goal are its neighbours at the end: pushing them is how the final
-            # packing forms, going round them is no way to get there
-            others = np.nonzero(parked)[0]
-            near_goal = np.hypot(*(self._goals[others] - self._goals[i]).T) < 2.0 * lat.spacing
-            others = others[(others != i) & ~near_goal]
-            blocked = self._blocked.copy()
-            for j in others:
-                blocked |= np.hypot(*(lat.points - self._goals[j]).T) < radius[i] + radius[j] + margin
-            field = lat.route_fields(self._goals[i][None], blocked)[0]
-            if np.isfinite(field[min(int(self.claims.u_node[i]), lat.size - 1)]) or self.claims.u_node[i] >= lat.size:
-                self._detours[int(i)] = np.where(blocked, np.inf, field)
-
-    def _covers(self, points: np.ndarray, spacing: float) -> bool:
-        """Does the lattice's area hold ``points`` (with a spacing to spare unless the area is the bounds)?"""
-        lo, hi, bounded = self._area
-        spare = 0.0 if bounded else spacing
-        return bool(np.all(points >= lo + spare - 1e-9) and np.all(points <= hi - spare + 1e-9))
-
-    def _attach(self, i: int, point: np.ndarray) -> np.ndarray:
-        idx, _d = self.lattice.attach(point, self._blocked)
-        return idx
-
-    def _hold_inactive(self, active: np.ndarray, radius: np.ndarray, margin: float) -> None:
-        """A stopped cube's claim shrinks to the point where it stands (cubes waiting for it keep waiting
-        there). A cube that becomes active starts afresh from where it is then, and so do the cubes whose claims
-        its position now contradicts (a cube seen for the first time can stand on another one's planned way)."""
-        c = self.claims
-        v = self.lattice.size
-        for i in np.nonzero(~active)[0]:
-            c.clear_next(i)
-            c.u_node[i] = v + c.n + i
-            c.u[i] = c.origin[i] = c.pos[i]
-            self._refloat(i)
-        woke = np.nonzero(active & ~self._was_active)[0]
-        if woke.size:
-            for i in self._entangled(woke, active, radius, margin):
-                c.restart(i, v + c.n + i, c.pos[i])
-                self._refloat(i, force=True)
-
-    def _refloat(self, i: int, force: bool = False) -> None:
-        """Cube i's start vertex (its own position) and the lattice vertices it can reach from there."""
-        if force or np.hypot(*(self._float[i] - self.claims.pos[i])) > 1e-6:
-            self._float[i] = self.claims.pos[i]
-            self._float_adj[i] = self._attach(i, self.claims.pos[i])
-
-    def _entangled(self, seeds: np.ndarray, active: np.ndarray, radius: np.ndarray, margin: float) -> list[int]:
-        """``seeds`` and the active cubes whose claims come within the pair distance of a seed's position, and,
-        in turn, every cube whose claim waits for one of those (its wait would otherwise end too early)."""
-        c = self.claims
-        lines = c.polylines()
-        out = {int(i) for i in seeds}
-        pts = c.pos[seeds]
-        for k in np.nonzero(active)[0]:
-            if int(k) in out:
-                continue
-            d = point_segment_distance(pts[:, None, :], lines[k, :-1][None], lines[k, 1:][None]).min(axis=1)
-            if np.any(d < radius[k] + radius[seeds] + margin):
-                out.add(int(k))
-        grown = True
-        while grown:
-            grown = False
-            for k in np.nonzero(active)[0]:
-                if int(k) not in out and any(g[0] in out for g in c.gates_cur[k] + c.gates_next[k]):
-                    out.add(int(k))
-                    grown = True
-        return sorted(out)
-
-    def _pairs(self, radius: np.ndarray, margin: float, step_reach: np.ndarray):
-        """All pairs (i, j, distance) close enough for a new edge of i to reach j's claim (which also covers
-        the velocity check and the overlap test), sorted by i."""
-        c = self.claims
-        extent = np.hypot(*(c.pos - c.u).T) + np.hypot(*(c.u - c.w).T)
-        extent = np.maximum(extent, step_reach)
-        longest_edge = 4.0 * self.lattice.spacing
-        cutoff = 2.0 * float(radius.max()) + margin + 2.0 * float(extent.max()) + longest_edge
-        q, other, dist = pairs_within(c.pos, cutoff)
-        order = np.argsort(q, kind='stable')
-        return q[order], other[order], dist[order]
-
-    def _near(self, q, other, dist, radius) -> list[np.ndarray]:
-        """Per cube, the cubes whose claims a new edge of its could reach."""
-        bounds = np.searchsorted(q, np.arange(self.claims.n + 1))
-        return [other[bounds[i]:bounds[i + 1]] for i in range(self.claims.n)]
-
-    # ------------------------------------------------------------------------------------------------ graph
-    def _candidates(self, i: int):
-        """Next vertices of cube i, best first: (nodes, points, is_stay)."""
-        c, lat, p = self.claims, self.lattice, self.params
-        v, n = lat.size, c.n
-        u = int(c.u_node[i])
-        goal = v + i
-        if u < v:
-            nbr = lat.neighbours[u]
-            nodes = nbr[nbr >= 0]
-            if u in self._goal_adj[i]:
-                nodes = np.append(nodes, goal)
-        elif u == goal:
-            nodes = np.array(sorted(self._goal_adj[i]), np.int64)
+            react = np.full(len(idx), dt)
+        ex.track(pos[idx], slack=p.track_slack if closed else 1e-6)
+        if closed and (ex.deviation > p.deviation).any():
+            self._again(f'cube{int(idx[np.argmax(ex.deviation)])} {ex.deviation.max():.0f} u off its path')
+            return hold
+        horizon = vmax * react + p.lookahead
+        limit = ex.limits(pos[idx], horizon)
+        if p.reorder:
+            speed_now = np.hypot(*np.asarray(state.vel, float)[idx].T)
+            if ex.reorder(pos[idx], speed_now * react + vmax * dt, self.graph.D, p.reorder_room):
+                limit = ex.limits(pos[idx], horizon)
+        self._watch_progress(ex, dt)
+        out = hold
+        if closed:
+            # commands still on their way or running: the fastest of those sent within a latency + a duration
+            # (state.vel: the wheels' speed of the command sent last tick)
+            window = p.link_latency + state.command_s
+            self._sent.append((self.clock - dt, np.hypot(*np.asarray(state.vel, float).T)))
+            self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
+            running = np.max([v for _t, v in self._sent], axis=0)
+            heading = np.asarray(state.heading, float)[idx]
+            # where a turning cube will be heading when the next command takes effect (it turns on meanwhile)
+            rate = self._turn_rate(idx, heading, self.clock - age[idx])
+            later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
+            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx], before)
+            speed = self._keep_apart(pos, idx, heading, later, waypoint, speed, np.asarray(state.vel, float),
+                                     radius, react, running[idx], before)
+            for towards in (heading, later):
+                speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
+            out.speed_limit[idx] = speed
+            out.waypoint[idx] = waypoint
+            if (speed > 0).any():
+                self.last_motion = self.clock
         else:
-            nodes = self._float_adj[i]
-            g = self._goals[i]
-            if (np.hypot(*(g - self._float[i])) <= 1.5 * lat.spacing
-                    and segments_clear(self._float[i][None], g[None], lat.walls, lat.clearance, lat.spacing / 4)[0]):
-                nodes = np.append(nodes, goal)
-        lattice_nodes = np.minimum(nodes, v - 1)
-        nodes = nodes[(nodes >= v) | ~self._blocked[lattice_nodes]]
-        points = self._points(i, nodes)
-        key = self._route(i, nodes) + 1e-3 * np.hypot(*(points - c.u[i]).T) + self._jitter(i, nodes)
-        # keep right: among equally good vertices prefer the one on the right of the way to the goal, so cubes
-        # meeting head-on take different lanes (mat frame: y down, so right of (dx, dy) is (-dy, dx))
-        way = self._goals[i] - c.u[i]
-        right = np.array([-way[1], way[0]]) / max(float(np.hypot(*way)), 1e-9)
-        key = key - p.keep_right * ((points - c.u[i]) @ right)
-        stay_key = self._route(i, np.array([u]))[0] if u < v + n else ((key.min() if key.size else 0.0) + lat.spacing)
-        nodes = np.append(nodes, u)
-        points = np.vstack([points, c.u[i][None]])
-        key = np.append(key, stay_key)
-        is_stay = np.zeros(len(nodes), bool)
-        is_stay[-1] = True
-        order = np.argsort(key, kind='stable')
-        return nodes[order], points[order], is_stay[order]
-
-    def _points(self, i: int, nodes: np.ndarray) -> np.ndarray:
-        lat = self.lattice
-        v = lat.size
-        out = lat.points[np.minimum(nodes, v - 1)].copy()
-        out[nodes == v + i] = self._goals[i]
-        out[nodes >= v + self.claims.n] = self._float[i]
+            step_len = np.clip(limit - ex.progress, 0.0, vmax * dt)
+            for k, i in enumerate(idx):
+                arcs = ex.schedule.arcs[k]
+                # a disc follows its path exactly: each step ends at the next vertex at the latest
+                corner = arcs[min(int(np.searchsorted(arcs, ex.progress[k] + 1e-9, side='right')), len(arcs) - 1)]
+                target = point_at(ex.schedule.paths[k], arcs, min(ex.progress[k] + step_len[k], corner))
+                out.velocity[i] = (target - pos[i]) / dt
+                out.waypoint[i] = point_at(ex.schedule.paths[k], ex.schedule.arcs[k], float(limit[k]))
+            out.speed_limit[idx] = np.hypot(*out.velocity[idx].T)
+        self.last = dict(progress=ex.progress.copy(), limit=limit, agents=idx, why=list(getattr(self, 'why', [])))
         return out
 
-    def _route(self, i: int, nodes: np.ndarray) -> np.ndarray:
-        """Route length from each node to cube i's goal (0 at the goal)."""
-        lat = self.lattice
-        v = lat.size
-        on_lattice = nodes < v
-        idx = np.minimum(nodes, v - 1)
-        if i in self._detours:
-            h = self._detours[i][idx]
-        elif self._field is not None:
-            h = self._field[i, idx]
-        else:
-            h = np.hypot(*(lat.points[idx] - self._goals[i]).T)
-        return np.where(on_lattice, h, np.where(nodes == v + i, 0.0, math.inf))
+    def waits(self) -> dict[int, list[int]]:
+        """Which cubes each cube is waiting for now (diagnostics: who holds whom)."""
+        ex = self.execution
+        if ex is None:
+            return {}
+        out = {}
+        sch = ex.schedule
+        for k in range(sch.n):
+            m = int(np.searchsorted(sch.arcs[k], ex.progress[k], side='right'))
+            if m < len(sch.arcs[k]):
+                held = sorted({int(self.agents[j]) for j, reach, _d, leave in sch.gates[k][m]
+                               if ex.waiting(j, reach, leave)})
+                if held:
+                    out[int(self.agents[k])] = held
+        return out
 
-    def _jitter(self, i: int, nodes: np.ndarray) -> np.ndarray:
-        """A tiny deterministic per (cube, vertex) tie-break, so equal routes do not all pick the same side."""
-        h = (nodes.astype(np.int64) * 2654435761 + (i + 1) * self._jitter_salt) % 1000003
-        return 1e-9 * h
+    # ------------------------------------------------------------------------------------------------ planning
+    def _again(self, why: str) -> None:
+        """Plan again (as soon as the cubes stand still), and say why in ``reasons``."""
+        if not self.replan:
+            self.reasons.append((round(self.clock, 3), why))
+        self.replan = True
+
+    def _key(self, state: SwarmState, active: np.ndarray) -> bytes:
+        goals = np.round(np.asarray(state.goal, float)[active] * 2.0) / 2.0
+        return (active.tobytes() + goals.tobytes() + np.asarray(state.walls, float).tobytes()
+                + np.asarray(state.radius, float)[active].tobytes())
+
+    def _make_plan(self, state: SwarmState, active: np.ndarray, key: bytes, closed: bool) -> None:
+        p = self.params
+        pos = np.asarray(state.pos, float)
+        radius = np.asarray(state.radius, float)
+        idx = np.nonzero(active)[0]
+        r = float(radius[idx].max())
+        distance = 2.0 * r + (p.loop_margin if closed else p.margin)
+        spacing = distance / ROW
+        clearance = r + (p.loop_wall_margin if closed else p.wall_margin)
+        goals = np.asarray(state.goal, float)[idx]
+        lattice = self._lattice_for(state, np.vstack([pos[idx], goals]), spacing, clearance)
+        others = np.nonzero(~active & np.all(pos > UNSEEN, axis=1))[0]
+        graph = CoordinationGraph(lattice, pos[idx], goals, distance, pos[others],
+                                  distance + radius[others] - r)
+        start = [graph.V + graph.N + k for k in range(graph.N)]
+        # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
+        tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
+        plans = []
+        for k in range(tries):
+            rng = np.random.default_rng(self.seed + self.plans + 1000 * (k // 2))
+            plans.append(lacam.search(graph, start, rng, p.budget, keep_right=p.keep_right * (k % 2)))
+        if graph.N <= p.pbs_agents:
+            other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
+            if other is not None:
+                plans.append(other)
+        speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
+            float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
+
+        def cost(candidate):
+            candidate = lacam.without_detours(graph, candidate)
+            return (not candidate.complete, schedule.duration(schedule.build(graph, candidate), speed, turn, wait))
+        plan = min(plans, key=cost)
+        plan = lacam.without_detours(graph, plan)
+        self.graph, self.plan, self.agents, self.key = graph, plan, idx, key
+        self.execution = Execution(schedule.build(graph, plan), p.release if closed else 1e-9,
+                                   p.stray if closed else 0.0)
+        self.replan = False
+        self.planned_at = self.clock
+        self.plans += 1
+        self.best_progress, self.since_progress = 0.0, 0.0
+
+    def _lattice_for(self, state: SwarmState, points: np.ndarray, spacing: float, clearance: float) -> Lattice:
+        """The lattice over the usable area (the bounds, or the cubes and goals with room around), rebuilt only
+        when the walls, the area or the spacing change."""
+        if state.bounds is not None:
+            area = tuple(float(v) for v in state.bounds)
+        else:
+            lo = np.floor((points.min(axis=0) - 3.0 * spacing) / spacing) * spacing
+            hi = np.ceil((points.max(axis=0) + 3.0 * spacing) / spacing) * spacing
+            area = (*lo, *hi)
+        walls = np.asarray(state.walls, float).reshape(-1, 5)
+        key = walls.tobytes() + np.array([*area, spacing, clearance]).tobytes()
+        if self._lattice is None or self._lattice[0] != key:
+            self._lattice = (key, Lattice.build(area, spacing, walls, clearance))
+        return self._lattice[1]
+
+    def _watch_progress(self, ex: Execution, dt: float) -> None:
+        """Plan again after ``stall_time`` without progress of any cube while some are not at their ends, or
+        when every cube is at the end of a plan that does not reach every goal."""
+        p = self.params
+        total = float(ex.progress.sum())
+        left = ex.ends - ex.progress > p.goal_reached
+        if total > self.best_progress + 1.0 or not left.any():
+            self.best_progress, self.since_progress = max(total, self.best_progress), 0.0
+        else:
+            self.since_progress += dt
+        if self.since_progress >= p.stall_time:
+            self._again(f'no progress for {self.since_progress:.1f} s')
+        elif not left.any() and not self.plan.complete and self.clock - self.planned_at >= p.stall_time:
+            self._again('the end of a plan that could not reach every goal')
+
+    # ------------------------------------------------------------------------------------------------ driving
+    def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, later: np.ndarray, limit: np.ndarray,
+               vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]):
+        """Speed (u/s) and waypoint of each real cube. The speed alone decides where it stops: whatever the
+        latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at up to
+        ``running``, the fastest command still under way; then the new one runs ``before[1]`` s); slower for
+        corners; below the wheels' dead zone it creeps until it is ``creep_stop`` from its limit. The waypoint
+        only steers: ``lookahead`` along the path, round a corner no further than cuts it by ``corner_cut`` (a
+        sharp corner: onto it), and never within CubeHandle's reach (where it would stop by itself)."""
+        lead, run = before
+        p = self.params
+        sch = ex.schedule
+        n = sch.n
+        speed = np.zeros(n)
+        waypoint = pos.copy()
+        self.why = ['end'] * n            # diagnostics: what holds each cube's speed this tick
+        far = p.handle_reach + p.steer_gap
+        # where every cube is and may be soon (its measured position and its path up to its limit), to see which
+        # corners have room around them
+        soon = []
+        for k in range(n):
+            upto = np.arange(ex.progress[k], max(limit[k], ex.progress[k]) + 10.0, 10.0)
+            path, arcs = sch.paths[k], sch.arcs[k]
+            soon.append(np.vstack([pos[k][None], np.column_stack([np.interp(upto, arcs, path[:, 0]),
+                                                                  np.interp(upto, arcs, path[:, 1])])]))
+        owner = np.concatenate([np.full(len(pts), k) for k, pts in enumerate(soon)])
+        soon = np.vstack(soon)
+        wide = 2.0 * self.graph.D
+        walls = self.graph.lattice.walls
+        wall_room = 0.5 * self.graph.D + p.corner_cut_wide     # a corner this far from walls may be cut wide
+        for k in range(n):
+            path, arcs = sch.paths[k], sch.arcs[k]
+            s, lim = float(ex.progress[k]), float(limit[k])
+            # the end of its path is the cube's own goal: it may drive onto it (the margin is for others' ways)
+            at_end = lim >= float(arcs[-1]) - 1e-6
+            free = lim - s - (0.0 if at_end else p.stop_margin)
+            v = float(np.clip(min((free - running[k] * lead[k]) / run, free / (lead[k] + run)), 0.0, vmax[k]))
+            self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
+            reach = s + p.lookahead
+            for m in range(int(np.searchsorted(arcs, s, side='right')), len(arcs) - 1):
+                corner = float(arcs[m])
+                if corner - s > v * react[k] + p.lookahead:
+                    break
+                into, out = path[m] - path[m - 1], path[m + 1] - path[m]
+                cos_t = float(into @ out) / max(float(np.hypot(*into) * np.hypot(*out)), 1e-12)
+                if cos_t > 0.999:
+                    continue
+                # a corner nobody is near, now or along their next stretch, and far enough from walls, may be cut
+                # wide and taken fast
+                others = soon[owner != k]
+                alone = (others.size == 0 or float(np.hypot(*(others - path[m]).T).min()) > wide) and (
+                    len(walls) == 0 or float(wall_gap(path[m][None], walls)[0]) > wall_room)
+                if alone:       # round the corner, however sharp, on an arc
+                    cut, pass_speed = p.corner_cut_wide, p.corner_speed_wide * (1.0 + cos_t) / 2.0
+                else:           # along the path, stopping at a corner sharper than 90 degrees
+                    cut, pass_speed = p.corner_cut, p.corner_speed * max(cos_t, 0.0)
+                if corner < lim:
+                    # through the corner at most the corner's speed: brake for it as for a limit
+                    room = max(corner - s, 0.0)
+                    cap = pass_speed + max(0.0, min((room - running[k] * lead[k]) / run,
+                                                                    room / (lead[k] + run)))
+                    if cap < v:
+                        v, self.why[k] = cap, 'corner'
+                if corner < reach:
+                    reach = min(reach, corner + _beyond_corner(float(np.hypot(*(path[m] - pos[k]))), cos_t, cut,
+                                                               alone))
+                break
+            target = point_at(path, arcs, reach)
+            gap = float(np.hypot(*(target - pos[k])))
+            if gap < far:
+                # too close to steer by: further out in the same direction (beyond a sharp corner or the end)
+                if gap > 1e-6:
+                    target = pos[k] + (target - pos[k]) * (far / gap)
+                elif len(path) > 1:
+                    m = min(max(1, int(np.searchsorted(arcs, reach - 1e-6, side='right'))), len(arcs) - 1)
+                    way = path[m] - path[m - 1]
+                    target = pos[k] + way / max(float(np.hypot(*way)), 1e-9) * far
+            waypoint[k] = target
+            # a cube turns in place before it drives off its path: full speed within align_full of the way to
+            # its waypoint, none beyond align_stop
+            way = target - pos[k]
+            bearing = math.atan2(way[1], way[0])
+            factor, later_factor = (float(np.clip((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
+                                                                       - math.pi)) / (p.align_stop - p.align_full),
+                                                  0.0, 1.0)) for h in (heading[k], later[k]))
+            # a cube still turning from its last command overshoots: as it will be heading, no more than a creep
+            factor = min(factor, max(later_factor, p.min_speed / max(v, 1e-9)))
+            if factor < 1.0:
+                v *= factor
+                self.why[k] = 'turning'
+            if v <= 0.0:
+                continue
+            if v < p.min_speed:
+                # slower does not turn the wheels: creep, when that still stops within the limit whatever is
+                # under way, or once nothing faster is under way
+                creep = (lim - s > (p.goal_reached if at_end else p.creep_stop) and running[k] <= p.min_speed + 1.0) \
+                    or free >= running[k] * lead[k] + p.min_speed * run
+                v = p.min_speed if creep else 0.0
+                self.why[k] += '-creep' if v else '-stop'
+            speed[k] = v
+        return speed, waypoint
+
+    def _turn_rate(self, idx: np.ndarray, heading: np.ndarray, measured: np.ndarray) -> np.ndarray:
+        """How fast each cube turns (rad/s): its measured heading against the one at least ``turn_baseline``
+        earlier (headings come in whole degrees); 0 when its states stopped coming."""
+        if self._turn is None or len(self._turn[0]) != self.n:
+            self._turn = (np.zeros(self.n), np.full(self.n, -math.inf), np.zeros(self.n))
+        h0, t0, rate = self._turn
+        gap = measured - t0[idx]
+        fresh = gap >= self.params.turn_baseline
+        turned = (heading - h0[idx] + math.pi) % (2.0 * math.pi) - math.pi
+        rate[idx] = np.where(fresh, np.where(gap < 0.5, turned / np.maximum(gap, 1e-6), 0.0), rate[idx])
+        h0[idx] = np.where(fresh, heading, h0[idx])
+        t0[idx] = np.where(fresh, measured, t0[idx])
+        return rate[idx]
+
+    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, later: np.ndarray,
+                    waypoint: np.ndarray, speed: np.ndarray, vel: np.ndarray, radius: np.ndarray,
+                    react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]) -> np.ndarray:
+        """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
+        another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
+        it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
+        new speed for the command's duration, along its heading, the heading it turns to meanwhile (``later``) or
+        towards its waypoint (CubeHandle turns it there while it drives); the other cube goes on as it goes now.
+        Cubes passing side by side, or moving apart (however close they are), are not slowed; only closing in is."""
+        p = self.params
+        lead, run = before
+        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
+        q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
+        if q.size == 0:
+            return speed
+        where = np.full(len(pos), -1)
+        where[idx] = np.arange(len(idx))
+        out = speed.copy()
+        for a, b, dist in zip(q.tolist(), o.tolist(), d.tolist()):
+            k = where[a]
+            if k < 0 or out[k] <= 0.0:
+                continue
+            need = radius[a] + radius[b] + p.apart
+            rel = pos[b] - pos[a]
+            to_waypoint = waypoint[k] - pos[a]
+            ways = [np.array([math.cos(heading[k]), math.sin(heading[k])]),
+                    np.array([math.cos(later[k]), math.sin(later[k])]),
+                    to_waypoint / max(float(np.hypot(*to_waypoint)), 1e-9)]
+            closest = np.inf
+            for way in ways:
+                # displacement of a relative to b until a stops, at the speed it is given now
+                shift = way * (running[k] * lead[k] + out[k] * run) - vel[b] * react[k]
+                s2 = float(shift @ shift)
+                t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
+                closest = min(closest, float(np.hypot(*(rel - shift * t))))
+            if closest < need and closest < dist - 1e-6:
+                room = max(0.0, dist - need)
+                out[k] = min(out[k], max(0.0, min((room - running[k] * lead[k]) / run, room / (lead[k] + run))))
+        return out
+
+    def _keep_off_walls(self, pos: np.ndarray, heading: np.ndarray, speed: np.ndarray, radius: np.ndarray,
+                        react: np.ndarray) -> np.ndarray:
+        """The same for walls and disc obstacles: a real cube whose way ahead (its heading, for its reaction time
+        at its speed) comes closer to a wall than touching + ``apart`` / 2, closer than it is now, slows to stop
+        before that."""
+        walls = self.graph.lattice.walls if self.graph is not None else np.zeros((0, 5))
+        moving = np.nonzero(speed > 0.0)[0]
+        if len(walls) == 0 or moving.size == 0:
+            return speed
+        t = np.linspace(0.0, 1.0, 6)
+        way = np.column_stack([np.cos(heading[moving]), np.sin(heading[moving])])
+        reach = (speed[moving] * react[moving])[:, None, None] * t[None, :, None]
+        ahead = pos[moving][:, None, :] + way[:, None, :] * reach              # (M, 6, 2)
+        gap = wall_gap(ahead.reshape(-1, 2), walls).reshape(len(moving), -1) - radius[moving][:, None]
+        need = 0.5 * self.params.apart
+        closing = (gap[:, 1:].min(axis=1) < need) & (gap[:, 1:].min(axis=1) < gap[:, 0])
+        out = speed.copy()
+        out[moving[closing]] = np.minimum(out[moving[closing]],
+                                          np.maximum(gap[closing, 0] - need, 0.0) / react[moving[closing]])
+        return out
+
+    @staticmethod
+    def _overlapping(pos: np.ndarray, radius: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(pos), bool)
+        rows = np.nonzero(seen)[0]
+        if len(rows) > 1:
+            q, o, d = pairs_within(pos[rows], 2.0 * float(radius[rows].max()))
+            hit = d < radius[rows][q] + radius[rows][o]
+            out[rows[q[hit]]] = True
+        return out
+
+
+def _beyond_corner(a: float, cos_t: float, cut: float, back: bool = False) -> float:
+    """How far past a corner a waypoint may lie so that the straight line to it from a cube ``a`` before the
+    corner passes within ``cut`` of the corner (turn with cosine ``cos_t``): the chord misses the corner by
+    a b sin(t) / |chord|; the largest b keeping that within cut. A cube turning back (more than 90 degrees) goes
+    to the corner first, unless ``back``."""
+    if cos_t < 0.0 and not back:
+        return 0.0
+    sin_t = math.sqrt(max(0.0, 1.0 - cos_t * cos_t))
+    den = a * a * sin_t * sin_t - cut * cut
+    if den <= 0.0 or sin_t < 1e-9:
+        return math.inf
+    return max(0.0, a * cut * (cut * cos_t + sin_t * math.sqrt(max(a * a - cut * cut, 0.0))) / den)

@@ -1,0 +1,235 @@
+"""Carrying out a schedule with cubes that are measured, not commanded: progress, and how far each cube may go.
+
+Every tick, each cube's *progress* is the arc length of its measured position projected on its path (never going
+back: noise must not undo progress, and a cube does not drive its path backwards). Its *limit* is how far along
+its path it may be: up to where a point of its way would come closer than a gate's distance to what is left of
+the path of the cube that gate waits for (from that cube's progress to the gate's arc length, and its measured
+position, which may stray ``stray`` from the path before it holds anyone back: the pair distance has room for
+that). A gate on a move is done when that cube's progress has come within ``release`` of the vertex it moves to
+(a real cube stops a few units short of where it is sent; the pair distance leaves room for that); a gate on
+standing at a vertex when it has gone on beyond it by ``release``.
+
+Limits only grow while the other cubes progress, so a cube that keeps within its limit stays clear of every cube
+whose way conflicts with its own, however late its commands take effect: the planner drives it so that it can
+always stop before its limit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from toio_navigator.navigation.coordination.geometry import point_segment_distance
+from toio_navigator.navigation.coordination.schedule import Schedule
+
+SAMPLE = 2.0      # u between the points of a cube's way checked against a gate
+HAIR = 0.25       # u of rounding a gate's distance forgives
+
+
+def point_at(path: np.ndarray, arcs: np.ndarray, s: float) -> np.ndarray:
+    """The point at arc length s along a path (clamped to its ends)."""
+    if s <= 0.0 or len(path) == 1:
+        return path[0].copy()
+    if s >= arcs[-1]:
+        return path[-1].copy()
+    m = int(np.searchsorted(arcs, s, side='right'))
+    t = (s - arcs[m - 1]) / max(arcs[m] - arcs[m - 1], 1e-12)
+    return path[m - 1] + t * (path[m] - path[m - 1])
+
+
+def sub_path(path: np.ndarray, arcs: np.ndarray, s0: float, s1: float) -> np.ndarray:
+    """The points of the path between arc lengths s0 and s1 (its vertices in between, and both ends)."""
+    inner = path[(arcs > s0) & (arcs < s1)]
+    return np.vstack([point_at(path, arcs, s0)[None], inner, point_at(path, arcs, s1)[None]])
+
+
+class Execution:
+    """Progress and limits of the N cubes of one schedule."""
+
+    def __init__(self, schedule: Schedule, release: float = 0.0, stray: float = 0.0) -> None:
+        self.schedule = schedule
+        self.release = release          # a gate is done this far before its arc length (cubes stop short)
+        self.stray = stray              # a measured position counts only this much closer than a gate's distance
+        self.progress = np.zeros(schedule.n)
+        self.deviation = np.zeros(schedule.n)
+        self.last_pos: np.ndarray | None = None
+        self.binding: list[tuple[int, int] | None] = [None] * schedule.n
+        self.turned: set[tuple[int, int]] = set()     # (i, j): i was let go before j
+
+    @property
+    def ends(self) -> np.ndarray:
+        return np.array([a[-1] for a in self.schedule.arcs])
+
+    def track(self, pos: np.ndarray, slack: float) -> None:
+        """New measured positions. Progress follows each path segment by segment: the measured position is
+        projected on the current segment, and the next one becomes current once the cube is past the segment's
+        end or within ``release`` of it (a cube turning back at a vertex never gets past it); progress never goes
+        back, and runs ahead of the last one by no more than the cube moved plus ``slack`` (so neither a cube
+        cutting a corner nor one whose path comes back past where it is skips a part of its way).
+        ``deviation``: the distance from the measured position to the point of progress."""
+        sch = self.schedule
+        pos = np.asarray(pos, float)
+        if self.last_pos is None:
+            self.last_pos = pos.copy()
+        moved = np.hypot(*(pos - self.last_pos).T)
+        self.last_pos = pos.copy()
+        for i in range(sch.n):
+            path, arcs = sch.paths[i], sch.arcs[i]
+            s = float(self.progress[i])
+            best = s
+            m = max(1, int(np.searchsorted(arcs, s, side='right')))
+            while m < len(arcs):
+                a, b = path[m - 1], path[m]
+                ab = b - a
+                length = float(np.hypot(*ab))
+                u = float((pos[i] - a) @ ab) / max(length * length, 1e-12)
+                near_end = float(np.hypot(*(pos[i] - b))) <= self.release
+                if (u >= 1.0 or near_end) and m + 1 < len(arcs):
+                    best = max(best, float(arcs[m]))
+                    m += 1
+                    continue
+                best = max(best, float(arcs[m - 1]) + min(max(u, 0.0), 1.0) * length)
+                break
+            self.progress[i] = min(best, s + moved[i] + slack) if best > s else s
+            self.deviation[i] = float(np.hypot(*(pos[i] - point_at(path, arcs, self.progress[i]))))
+
+    def waiting(self, j: int, reach: float, leave: bool) -> bool:
+        """Is a gate on cube j still to be passed: j has not come within ``release`` of the vertex at arc
+        ``reach``, or (``leave``) has not gone on beyond it by ``release`` (measurement noise moves progress on
+        by a little where a cube stands) or half of its next segment if that is shorter?"""
+        if leave:
+            # gone on by release, or half way along a shorter next segment (a goal just beside the vertex)
+            arcs = self.schedule.arcs[j]
+            if self.progress[j] >= arcs[-1] - self.release and arcs[-1] > reach:
+                return False                    # it has gone on to the end of its path (a goal beside the vertex)
+            k = min(int(np.searchsorted(arcs, reach + 1e-6)), len(arcs) - 1)
+            return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
+        return self.progress[j] < reach - self.release
+
+    def limits(self, pos: np.ndarray, horizon: np.ndarray) -> np.ndarray:
+        """How far along its path each cube may go now (arc length), looking ``horizon`` (N,) beyond its
+        progress. ``binding[i]``: (segment, cube) of the gate that holds cube i, or None."""
+        sch = self.schedule
+        out = self.progress.copy()
+        self.binding: list[tuple[int, int] | None] = [None] * sch.n
+        for i in range(sch.n):
+            out[i], self.binding[i] = self._limit(i, pos, float(self.progress[i] + horizon[i]))
+        return out
+
+    def _limit(self, i: int, pos: np.ndarray, until: float, skip: int = -1):
+        """(limit of cube i, (segment, cube) of the gate that sets it or None); gates on cube ``skip`` left out."""
+        sch = self.schedule
+        path, arcs, gates = sch.paths[i], sch.arcs[i], sch.gates[i]
+        s = float(self.progress[i])
+        end = float(arcs[-1])
+        until = min(until, end)
+        if s >= end:
+            return end, None
+        m = max(1, int(np.searchsorted(arcs, s, side='right')))
+        while m < len(arcs) and arcs[m - 1] <= until:
+            lo, hi = max(s, float(arcs[m - 1])), min(until, float(arcs[m]))
+            live = [(j, reach, dist) for j, reach, dist, leave in gates[m]
+                    if j != skip and self.waiting(j, reach, leave)]
+            if live:
+                count = max(2, int(np.ceil((hi - lo) / SAMPLE)) + 1)
+                samples = np.linspace(lo, hi, count)
+                a, b = path[m - 1], path[m]
+                span = max(float(arcs[m] - arcs[m - 1]), 1e-12)
+                pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
+                first, who = count, None
+                for j, reach, dist in live:
+                    foot = sub_path(sch.paths[j], sch.arcs[j], float(self.progress[j]), reach)
+                    d = point_segment_distance(pts[:, None, :], foot[None, :-1], foot[None, 1:]).min(axis=1)
+                    # (less a hair: on the lattice, distances of exactly the pair distance are common)
+                    bad = (d < dist - HAIR) | (np.hypot(*(pts - pos[j]).T) < dist - self.stray)
+                    if bad.any() and int(np.argmax(bad)) < first:
+                        first, who = int(np.argmax(bad)), j
+                if who is not None:
+                    return (float(samples[first - 1]) if first else lo), (m, who)
+            if hi >= until:
+                return until, None
+            m += 1
+        return until, None
+
+    # ---------------------------------------------------------------------------------------------- reordering
+    def reorder(self, pos: np.ndarray, stopping: np.ndarray, distance: float, room: float) -> int:
+        """Let a cube that a gate holds go first when the cube it waits for is late: still at least its stopping
+        distance (``stopping``, N) + ``room`` before the place where their ways conflict. The gate is turned
+        round (that cube now waits until this one has passed), only for gates of the ordinary pair
+        ``distance``, only if this cube would then get ``room`` further, never back again for the same pair, and
+        never where it would close a cycle of waits (a dead-lock). Returns how many gates were turned round."""
+        sch = self.schedule
+        turned = 0
+        for i in range(sch.n):
+            held = self.binding[i]
+            if held is None:
+                continue
+            m, j = held
+            if (j, i) in self.turned or (i, j) in self.turned:
+                continue
+            gates_i = sch.gates[i]
+            if any(g[0] == j and abs(g[2] - distance) > 1e-6 for g in gates_i[m]):
+                continue
+            m2 = m
+            while m2 + 1 < len(gates_i) and any(g[0] == j for g in gates_i[m2 + 1]):
+                m2 += 1
+            if m2 + 1 >= len(gates_i):
+                continue                        # i stays where the ways conflict: j could never pass
+            s = float(self.progress[i])
+            free, _held = self._limit(i, pos, s + room + SAMPLE, skip=j)
+            if free < s + room:
+                continue                        # something else holds it too
+            reach_j = max(g[1] for k in range(m, m2 + 1) for g in gates_i[k] if g[0] == j)
+            way_i = sub_path(sch.paths[i], sch.arcs[i], s, float(sch.arcs[i][m2]))
+            start = self._first_close(j, way_i, reach_j, distance)
+            if start is None or start < self.progress[j] + stopping[j] + room:
+                continue
+            arcs_j = sch.arcs[j]
+            first_seg = max(1, int(np.searchsorted(arcs_j, start, side='right')))
+            last_seg = max(first_seg, int(np.searchsorted(arcs_j, reach_j - 1e-6, side='left')))
+            # j will wait until i has left the vertex ending segment m2, i.e. until i is on its next segment
+            if self._depends(i, m2 + 1, j, first_seg, (m, m2)):
+                continue
+            for k in range(m, m2 + 1):
+                gates_i[k] = [g for g in gates_i[k] if g[0] != j]
+            for k in range(first_seg, min(last_seg, len(arcs_j) - 1) + 1):
+                sch.gates[j][k].append((i, float(sch.arcs[i][m2]), distance, True))
+            self.turned.add((i, j))
+            turned += 1
+        return turned
+
+    def _first_close(self, j: int, way: np.ndarray, reach: float, distance: float) -> float | None:
+        """The first arc length of cube j's path (from its progress up to ``reach``) within ``distance`` of the
+        polyline ``way``, or None."""
+        sch = self.schedule
+        s0 = float(self.progress[j])
+        if reach <= s0:
+            return None
+        samples = np.arange(s0, reach + SAMPLE, SAMPLE)
+        path, arcs = sch.paths[j], sch.arcs[j]
+        pts = np.column_stack([np.interp(samples, arcs, path[:, 0]), np.interp(samples, arcs, path[:, 1])])
+        d = point_segment_distance(pts[:, None, :], way[None, :-1], way[None, 1:]).min(axis=1)
+        close = np.nonzero(d < distance - HAIR)[0]
+        return float(samples[close[0]]) if close.size else None
+
+    def _depends(self, i: int, m: int, j: int, from_seg: int, turning: tuple[int, int]) -> bool:
+        """Does cube i's segment m wait, directly or through other cubes, for cube j's segment ``from_seg`` or a
+        later one (leaving out the gates of i's segments ``turning`` on j, which are being turned round)?"""
+        sch = self.schedule
+        current = [max(1, int(np.searchsorted(a, p, side='right'))) for a, p in zip(sch.arcs, self.progress)]
+        seen = set()
+        todo = [(i, m)]
+        while todo:
+            x, k = todo.pop()
+            if (x, k) in seen or k < current[x]:
+                continue
+            if x == j and k >= from_seg:
+                return True
+            seen.add((x, k))
+            todo.append((x, k - 1))
+            for y, reach, _d, leave in sch.gates[x][k]:
+                if x == i and y == j and turning[0] <= k <= turning[1]:
+                    continue
+                if self.waiting(y, reach, leave):
+                    arcs_y = sch.arcs[y]
+                    ky = int(np.searchsorted(arcs_y, reach - 1e-6, side='left')) + (1 if leave else 0)
+                    todo.append((y, min(ky, len(arcs_y) - 1)))
+        return False
