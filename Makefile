@@ -83,9 +83,9 @@ BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_
 bench: install
 	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
 
-# Regenerates docs/planners.md and docs/planner_cost.png (several minutes).
+# Regenerates docs/planners.md and docs/planner_cost.png (about 35 minutes on two cores).
 planner-table: install
-	python tools/bench/planner_table.py --full-best
+	python tools/bench/planner_table.py --full-best -j $$(nproc)
 
 clean-venv:
 	rm -rf $(V)
