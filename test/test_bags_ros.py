@@ -20,12 +20,8 @@ pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
 import yaml  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 
 from toio_navigator.bags import record_cli  # noqa: E402
-from toio_navigator.bags.record import BagWriter  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
 from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.replay_live import replay_live  # noqa: E402
@@ -148,30 +144,3 @@ def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
     (tmp_path / 'file.txt').write_text('not a folder')
     assert record(['-o', tmp_path / 'file.txt' / 'bag']) == 2
     assert 'file.txt' in capsys.readouterr().err
-
-
-
-def test_the_recorder_subscribes_with_what_the_publishers_offer(ros, tmp_path):
-    """Reliable where every publisher is (DDS then resends what a busy recorder's host lost), latched where every
-    publisher latches, best effort otherwise (the cube states: sensor data)."""
-    node = Node('qos_check', context=ros)
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    node.create_publisher(String, '/q/reliable', 10)
-    node.create_publisher(String, '/q/sensor', qos_profile_sensor_data)
-    node.create_publisher(String, '/q/latched', latched)
-    node.create_publisher(String, '/q/mixed', 10)
-    node.create_publisher(String, '/q/mixed', qos_profile_sensor_data)
-    topics = ['/q/reliable', '/q/sensor', '/q/latched', '/q/mixed']
-    with BagWriter(tmp_path / 'bag', 'mcap') as writer:
-        recorder = record_cli.TopicRecorder(node, writer, topics)
-        assert recorder.discover() == 4
-        got = {}
-        for topic in topics:
-            qos = node.get_subscriptions_info_by_topic(topic)[0].qos_profile
-            got[topic] = (qos.reliability, qos.durability)
-        recorder.stop()
-    node.destroy_node()
-    assert got == {'/q/reliable': (ReliabilityPolicy.RELIABLE, DurabilityPolicy.VOLATILE),
-                   '/q/sensor': (ReliabilityPolicy.BEST_EFFORT, DurabilityPolicy.VOLATILE),
-                   '/q/latched': (ReliabilityPolicy.RELIABLE, DurabilityPolicy.TRANSIENT_LOCAL),
-                   '/q/mixed': (ReliabilityPolicy.BEST_EFFORT, DurabilityPolicy.VOLATILE)}

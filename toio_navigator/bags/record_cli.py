@@ -25,7 +25,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter
 from toio_navigator.lifecycle import StopRequest
@@ -115,6 +115,10 @@ class TopicRecorder:
 
     def discover(self) -> int:
         """Subscribe to newly seen topics; returns how many topics are being recorded."""
+        # best effort matches reliable, best-effort and latched publishers alike; deep enough for bursts. Not
+        # reliable even where the publishers are: one sample lost on a busy host then holds back every later one
+        # until DDS repairs it (seconds), and a recorder stopped meanwhile loses the run's last seconds
+        qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
         for name, types in self.node.get_topic_names_and_types():
             if name in self._subs or name in self.skipped or name in self.exclude:
                 continue
@@ -135,23 +139,8 @@ class TopicRecorder:
             self.writer.add_topic(name, msgtype)
             clock = self.node.get_clock()
             self._subs[name] = self.node.create_subscription(
-                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw),
-                self._qos_for(name), raw=True)
+                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
         return len(self._subs)
-
-    def _qos_for(self, name: str) -> QoSProfile:
-        """What the topic's publishers offer: reliable (DDS resends what a busy recorder's host lost: a bag on
-        another machine then has every NavResult and MotorCommand) and latched only when every publisher offers
-        it, best effort otherwise (it matches every publisher). A publisher that appears later offering less is
-        not matched by a reliable subscription, as with ``ros2 bag record``; our nodes' QoS is fixed per topic."""
-        offered = self.node.get_publishers_info_by_topic(name)
-        reliable = bool(offered) and all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in offered)
-        latched = bool(offered) and all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
-                                        for p in offered)
-        # deep enough for the bursts of a busy host
-        return QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
-                          reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-                          durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
 
     def stop(self) -> None:
         for sub in self._subs.values():
