@@ -268,19 +268,17 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     run.contacts = laptop.need('contacts')['contacts']
     run.foreign = {'c': foreign_c.need('graph', topic='/cube1/state'),
                    'lab': laptop.need('graph', topic='/cube1/state')}
-    run.stale_logged = stale_log(logs / 'b_bringup_again.log', names, since=run.t_loss,
-                                 until=run.t_up + 2.0)
+    run.stale_logged = stale_log(logs / 'b_bringup_again.log', names, since=run.t_loss)
 
 
-def stale_log(log: Path, cubes: list[str], since: float, until: float) -> dict[str, list[str]]:
-    """Per cube, in order, what the navigator's log said between wall-clock times ``since`` and ``until`` about
-    it going stale and coming back (a cube whose driver a busy host starved for half a second at another time is
-    another story)."""
+def stale_log(log: Path, cubes: list[str], since: float) -> dict[str, list[tuple[str, float]]]:
+    """Per cube, in order, what the navigator's log said from wall-clock time ``since`` on about it going stale
+    and coming back, with the time it said it."""
     said = {c: [] for c in cubes}
     pattern = r'\[(\d+\.\d+)\] \[navigator\]: (cube\d+) (went stale|is back)\b'
     for stamp, cube, what in re.findall(pattern, log.read_text(errors='replace')):
-        if since <= float(stamp) <= until:
-            said.setdefault(cube, []).append(what)
+        if float(stamp) >= since:
+            said.setdefault(cube, []).append((what, float(stamp)))
     return said
 
 
@@ -332,9 +330,13 @@ def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation
     # what the measurement resolves: see the killed-host test
     assert max(stops) <= duration + step + gap + 0.01, f'stop times after the link loss (s): ' \
         f'{np.round(stops, 3)}; longest ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
-    # the navigator, cut off, marked every cube stale once, and once back said each is back; the drivers kept
-    # publishing (seen from the laptop)
-    assert lab_run.stale_logged == {c: ['went stale', 'is back'] for c in lab_run.cubes}, lab_run.stale_logged
+    # the navigator, cut off, marked every cube stale (once: no state leaked through the outage), and said each is
+    # back once the cable was in; the drivers kept publishing (seen from the laptop). What it logs later (a cube a
+    # busy host starved for half a second) is another event
+    for cube in lab_run.cubes:
+        said = lab_run.stale_logged[cube]
+        assert [what for what, _t in said[:2]] == ['went stale', 'is back'], (cube, said)
+        assert said[0][1] < lab_run.t_up <= said[1][1] <= lab_run.t_up + 2.0, (cube, said, lab_run.t_up)
     for cube, times in lab_run.states_during_outage.items():
         gaps = np.diff([lab_run.t_loss, *times, lab_run.t_up])
         assert len(times) > 20 and gaps.max() < 0.5, f'{cube}: {len(times)} states, longest gap {gaps.max():.2f} s'
