@@ -86,9 +86,11 @@ def test_found_by_id_it_connects_reports_the_firmware_and_publishes_the_true_pos
 
 
 def test_found_by_address_it_connects_to_that_cube(rig):
-    assert rig.probe.spin_until(lambda: rig.connected('cube2') and rig.state['cube2'], 30), \
+    # a state published on the link's change before the first position has no pose yet (on_mat false): wait for
+    # a position
+    assert rig.probe.spin_until(lambda: rig.connected('cube2') and any(s.on_mat for s in rig.state['cube2']), 30), \
         f'cube2 never connected: {rig.link["cube2"][-1:]}'
-    state = rig.state['cube2'][-1]
+    state = next(s for s in reversed(rig.state['cube2']) if s.on_mat)
     assert (state.x, state.y) == (pytest.approx(250.0, abs=1.0), pytest.approx(120.0, abs=1.0))
     assert state.theta == pytest.approx(math.pi / 2, abs=0.02)
 

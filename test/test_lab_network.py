@@ -340,11 +340,12 @@ def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation
     for cube, times in lab_run.states_during_outage.items():
         gaps = np.diff([lab_run.t_loss, *times, lab_run.t_up])
         assert len(times) > 20 and gaps.max() < 0.5, f'{cube}: {len(times)} states, longest gap {gaps.max():.2f} s'
-    # link back: every cube drives again within 1 s (10 units of wheel travel: a standing cube has none; how far
-    # it gets in that second depends on how soon DDS delivers again on a busy host), arrives (test above), and
-    # nothing was restarted
+    # link back: every cube's wheels are driven again within 1 s (2 units of wheel travel: the ground truth has no
+    # noise and a standing cube has none; how far it gets in that second, turning first or not, depends on how
+    # soon DDS delivers again on a busy host: 8 to 25 units seen under load), arrives (test above), and nothing was
+    # restarted
     _t, travel = wheel_travel(lab_run.truth_after_up)
-    assert travel.sum(axis=0).min() > 10.0, f'wheel travel (mat units) in the 1 s after the link returned: ' \
+    assert travel.sum(axis=0).min() > 2.0, f'wheel travel (mat units) in the 1 s after the link returned: ' \
                                             f'{np.round(travel.sum(axis=0), 1)}'
     assert lab_run.reached_after_outage['ok'] and lab_run.restarted_anything == []
 
