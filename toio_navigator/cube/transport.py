@@ -214,10 +214,13 @@ class Transport(abc.ABC):
             await self._guard(self._unsubscribe(resolved), f'unsubscribe from {resolved.name}')
 
     async def wait_connected(self, timeout: float) -> bool:
-        """True once connected (e.g. after a reconnect), False after ``timeout`` seconds or if reconnecting failed."""
+        """True once connected (e.g. after a reconnect) with the subscriptions and settings restored (a reconnect
+        marks the link connected before it re-sends them), False after ``timeout`` seconds or if reconnecting
+        failed."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not self.is_connected:
+        while not self.is_connected or (self._reconnect_task is not None
+                                        and self._reconnect_task is not asyncio.current_task()):
             if self._state in (LinkState.FAILED, LinkState.DISCONNECTED) and self._reconnect_task is None:
                 return False
             if loop.time() >= deadline:
