@@ -123,19 +123,26 @@ def loop_bag(tmp_path_factory) -> Path:
     return write_closed_loop_bag(tmp_path_factory.mktemp('bags') / 'loop')
 
 
+def _copy_bag(src: Path, dst: Path, edit) -> None:
+    """Copy a bag (with its navigator parameters) through ``edit(topic, index, msg)``: ``index`` counts the
+    messages of that topic from 0; the message it returns is written, None drops it."""
+    seen: dict[str, int] = {}
+    with AnyReader([src]) as reader, BagWriter(dst, 'mcap', typestore()) as out:
+        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
+        for conn, ns, raw in reader.messages():
+            index = seen[conn.topic] = seen.get(conn.topic, -1) + 1
+            msg = edit(conn.topic, index, reader.deserialize(raw, conn.msgtype))
+            if msg is not None:
+                out.write_message(conn.topic, conn.msgtype, ns, msg)
+
+
 def _edit_nav_result(src: Path, dst: Path, tick_index: int, cube: str, field: str, value) -> None:
     """Copy a bag, changing one field of one recorded NavResult (the tick_index-th of that cube)."""
-    store = typestore()
-    with AnyReader([src]) as reader, BagWriter(dst, 'mcap', store) as out:
-        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(src)[PARAMETERS_KEY])
-        seen = 0
-        for conn, ns, raw in reader.messages():
-            msg = reader.deserialize(raw, conn.msgtype)
-            if conn.topic == f'/{cube}/nav_result':
-                if seen == tick_index:
-                    setattr(msg, field, value)
-                seen += 1
-            out.write_message(conn.topic, conn.msgtype, ns, msg)
+    def edit(topic, index, msg):
+        if topic == f'/{cube}/nav_result' and index == tick_index:
+            setattr(msg, field, value)
+        return msg
+    _copy_bag(src, dst, edit)
 
 
 # ------------------------------------------------------------------------------------------------ replay
@@ -172,16 +179,8 @@ def test_changing_one_navigator_parameter_fails_the_replay_naming_the_message(lo
 
 def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_bag, tmp_path):
     lossy = tmp_path / 'lossy'
-    store = typestore()
-    with AnyReader([loop_bag]) as reader, BagWriter(lossy, 'mcap', store) as out:
-        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(loop_bag)[PARAMETERS_KEY])
-        seen = 0
-        for conn, ns, raw in reader.messages():
-            if conn.topic == '/cube1/nav_result':
-                seen += 1
-                if seen == 21:                      # the recorder lost this one; its MotorCommand is in the bag
-                    continue
-            out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+    # the recorder lost cube1's 21st NavResult; its MotorCommand is in the bag
+    _copy_bag(loop_bag, lossy, lambda topic, index, msg: None if (topic, index) == ('/cube1/nav_result', 20) else msg)
     report = assert_replays(lossy)
     assert report.compared['motor_cmd'] > 40
     assert any('1 of 50 ticks lack' in n for n in report.notes)
@@ -190,19 +189,18 @@ def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_ba
 def _without_states(bag: Path, out_path: Path, keep_copies: bool) -> None:
     """A copy of ``bag`` that lost every third CubeState (a busy recorder on another host); without
     ``keep_copies`` its NavResults also lack their copy of the state (as recorded by an older navigator)."""
-    store = typestore()
-    with AnyReader([bag]) as reader, BagWriter(out_path, 'mcap', store) as out:
-        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(bag)[PARAMETERS_KEY])
-        seen = 0
-        for conn, ns, raw in reader.messages():
-            msg = reader.deserialize(raw, conn.msgtype)
-            if conn.topic.endswith('/state'):
-                seen += 1
-                if seen % 3 == 0:
-                    continue
-            if conn.topic.endswith('/nav_result') and not keep_copies:
-                msg.state_x = math.nan
-            out.write_message(conn.topic, conn.msgtype, ns, msg)
+    states = 0
+
+    def edit(topic, _index, msg):
+        nonlocal states
+        if topic.endswith('/state'):
+            states += 1
+            if states % 3 == 0:
+                return None
+        if topic.endswith('/nav_result') and not keep_copies:
+            msg.state_x = math.nan
+        return msg
+    _copy_bag(bag, out_path, edit)
 
 
 def test_states_the_recorder_lost_are_taken_from_the_nav_results(loop_bag, tmp_path):
@@ -224,15 +222,7 @@ def _without_motor_cmd(bag: Path, out_path: Path, topic: str, which) -> None:
     """A copy of ``bag`` without the MotorCommands of ``topic`` whose index ``which(index, count)`` says."""
     with AnyReader([bag]) as reader:
         count = sum(1 for c, _ns, _raw in reader.messages() if c.topic == topic)
-    with AnyReader([bag]) as reader, BagWriter(out_path, 'mcap', typestore()) as out:
-        out.set_custom_data(PARAMETERS_KEY, bag_custom_data(bag)[PARAMETERS_KEY])
-        seen = 0
-        for conn, ns, raw in reader.messages():
-            if conn.topic == topic:
-                seen += 1
-                if which(seen - 1, count):
-                    continue
-            out.write_message(conn.topic, conn.msgtype, ns, reader.deserialize(raw, conn.msgtype))
+    _copy_bag(bag, out_path, lambda t, index, msg: None if t == topic and which(index, count) else msg)
 
 
 def test_a_recording_that_ends_before_its_last_commands_still_replays(loop_bag, tmp_path):
