@@ -110,11 +110,18 @@ class Probe:
         return True
 
     def call(self, client, request, timeout: float = 10.0):
-        future = client.call_async(request)
-        if not self.wait(future.done, timeout):
-            client.remove_pending_request(future)
-            return None
-        return future.result()
+        return self.call_all(client, [request], timeout)[0]
+
+    def call_all(self, client, requests, timeout: float = 10.0) -> list:
+        """Every request sent at once; the answers in order (None: none within ``timeout``)."""
+        futures = [client.call_async(r) for r in requests]
+        self.wait(lambda: all(f.done() for f in futures), timeout)
+        out = []
+        for f in futures:
+            if not f.done():
+                client.remove_pending_request(f)
+            out.append(f.result() if f.done() else None)
+        return out
 
     def op_ready(self, timeout: float, navigator: bool = True, recorder: str = '', topics=()) -> dict:
         def connected():
@@ -137,14 +144,21 @@ class Probe:
         return {'ok': True, 'poses': {c: [self.state(c).x, self.state(c).y] for c in self.cubes}}
 
     def op_goals(self, goals, stagger: float = 0.0) -> dict:
-        answers = []
-        for k, (cube, goal_id, x, y) in enumerate(goals):
-            if k:
-                time.sleep(stagger)
-            req = SetGoal.Request(goal=NavGoal(goal_id=int(goal_id), cube=cube, x=float(x), y=float(y),
-                                               direction=NavGoal.TOWARDS))
-            res = self.call(self.set_goal, req)
-            answers.append([cube, res is not None and res.accepted, 'no answer' if res is None else res.reason])
+        """Send one goal per cube: ``stagger`` seconds apart, or with no stagger all at once (one call after the
+        other would let the first cubes arrive before the last start when a busy host answers slowly)."""
+        def request(cube, goal_id, x, y):
+            return SetGoal.Request(goal=NavGoal(goal_id=int(goal_id), cube=cube, x=float(x), y=float(y),
+                                                direction=NavGoal.TOWARDS))
+        if stagger > 0.0:
+            results = []
+            for k, goal in enumerate(goals):
+                if k:
+                    time.sleep(stagger)
+                results.append(self.call(self.set_goal, request(*goal)))
+        else:
+            results = self.call_all(self.set_goal, [request(*goal) for goal in goals])
+        answers = [[goal[0], res is not None and res.accepted, 'no answer' if res is None else res.reason]
+                   for goal, res in zip(goals, results)]
         return {'ok': all(a[1] for a in answers), 'answers': answers, 'time': time.time()}
 
     def op_status(self) -> dict:

@@ -172,6 +172,7 @@ class Run:
     states_during_outage: dict = field(default_factory=dict)
     truth_after_up: list = field(default_factory=list)
     reached_after_outage: dict = field(default_factory=dict)
+    goals_after_outage: list = field(default_factory=list)
     contacts: list = field(default_factory=list)
     restarted_anything: list = field(default_factory=list)
     replay: object = None
@@ -248,6 +249,7 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     # 3. every cube heads 100 units inwards again; once they move, b's cable is out for 3 s. The navigator on b
     #    says in its log which cubes went stale meanwhile and came back after (the laptop cannot reach b then;
     #    a service call on b itself can lose its reply when the cable goes, so its log is the witness)
+    run.goals_after_outage = inwards(swapped).tolist()
     ids = send(inwards(swapped), 30)
     laptop.ask('wait_moving', distance=15.0, count=MOVING, timeout=10.0)
     # the cable is out once `ip` has returned (on a busy host starting it alone takes tens of milliseconds, while
@@ -340,13 +342,17 @@ def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation
     for cube, times in lab_run.states_during_outage.items():
         gaps = np.diff([lab_run.t_loss, *times, lab_run.t_up])
         assert len(times) > 20 and gaps.max() < 0.5, f'{cube}: {len(times)} states, longest gap {gaps.max():.2f} s'
-    # link back: every cube's wheels are driven again within 1 s (2 units of wheel travel: the ground truth has no
-    # noise and a standing cube has none; how far it gets in that second, turning first or not, depends on how
-    # soon DDS delivers again on a busy host: 8 to 25 units seen under load), arrives (test above), and nothing was
-    # restarted
+    # link back: every cube not yet at its goal is driven again within 1 s (2 units of wheel travel: the ground
+    # truth has no noise and a standing cube has none; how far it gets in that second, turning first or not,
+    # depends on how soon DDS delivers again on a busy host: 8 to 25 units seen under load), arrives (test above),
+    # and nothing was restarted. A cube that faced its goal when the goals came can have arrived while it stopped
+    # (one run: 3 of 8), but most turn first and still have the way ahead of them
+    at_up = np.array(min(lab_run.truth_after_up, key=lambda s: s[0])[2])[:, :2]
+    away = np.hypot(*(at_up - np.array(lab_run.goals_after_outage)).T) > navigator_setting('tolerance')
+    assert away.sum() >= len(lab_run.cubes) // 2, f'cubes not at their goal when the link returned: {away}'
     _t, travel = wheel_travel(lab_run.truth_after_up)
-    assert travel.sum(axis=0).min() > 2.0, f'wheel travel (mat units) in the 1 s after the link returned: ' \
-                                            f'{np.round(travel.sum(axis=0), 1)}'
+    assert travel.sum(axis=0)[away].min() > 2.0, f'wheel travel (mat units) in the 1 s after the link returned: ' \
+        f'{np.round(travel.sum(axis=0), 1)}, not at their goal: {away}'
     assert lab_run.reached_after_outage['ok'] and lab_run.restarted_anything == []
 
 
