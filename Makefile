@@ -4,6 +4,8 @@
 # run starts real work within seconds. `make clean-venv` resets everything (nothing is written outside the
 # venv and its build dir). Run make from a shell with no ROS setup sourced.
 SHELL   := /bin/bash
+# the two message packages build side by side (GNU make 4.3 and later take -j from here)
+MAKEFLAGS += -j2
 PYTHON  ?= $(shell command -v /usr/bin/python3 || command -v python3)
 VENV    ?= .venv
 V       := $(abspath $(VENV))
@@ -63,16 +65,18 @@ $(ST)/tf2_msgs: $(ST)/wheels $(TF2_INPUTS)
 	fi
 	@mkdir -p $(ST) && touch $@
 
-$(ST)/pip: $(ST)/wheels setup.py
+# after the message builds: cmake and pip do not write into the venv at the same time
+$(ST)/pip: $(ST)/wheels setup.py | $(ST)/msgs $(ST)/tf2_msgs
 	pip install -q -e . -c $(CON)
 	@touch $@
 
 # The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
-# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
-# processes and real time, so two workers halve the wall time even on two cores.
+# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker) in collection order, where
+# test/conftest.py puts the slow files first. Most tests wait on real processes and real time, so two workers
+# halve the wall time even on two cores.
 test: install
 	ruff check .
-	python -m pytest -q -n auto --dist loadfile test
+	python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder test
 
 # The README's demo command (simulated cubes).
 demo: install

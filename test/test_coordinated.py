@@ -21,6 +21,8 @@ from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID,
 from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
 
+pytestmark = pytest.mark.slow
+
 R = 16.5
 
 
