@@ -71,12 +71,12 @@ $(ST)/pip: $(ST)/wheels setup.py | $(ST)/msgs $(ST)/tf2_msgs
 	@touch $@
 
 # The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
-# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker) in collection order, where
-# test/conftest.py puts the slow files first. Most tests wait on real processes and real time, so two workers
-# halve the wall time even on two cores.
+# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
+# processes and real time, so two workers halve the wall time even on two cores. (Putting the slow files first
+# was tried: two process-heavy files side by side then starved each other's simulators.)
 test: install
 	ruff check .
-	python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder test
+	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).
 demo: install

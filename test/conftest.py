@@ -97,14 +97,3 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
     config.addinivalue_line('markers', 'ros: needs rclpy and the built messages')
-    config.addinivalue_line('markers', 'slow: a file whose tests take seconds (processes, real time, long '
-                                       'computations); its file runs before the quick ones')
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files marked slow first, the quick ones after them (a stable sort: file order otherwise kept).
-
-    `make test` gives whole files to one worker per core in collection order: the long files then run side by
-    side and the short ones fill the end, where one long file started last would leave the other worker idle."""
-    slow = {item.path for item in items if item.get_closest_marker('slow')}
-    items.sort(key=lambda item: item.path not in slow)

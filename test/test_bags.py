@@ -32,8 +32,6 @@ from toio_navigator.bags.replay import (
 from toio_navigator.bags.testing import assert_replays, bags_in
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / 'test' / 'data' / 'bags'
 OURS = ('CubeState', 'NavGoal', 'NavResult', 'MotorCommand')

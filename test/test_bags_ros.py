@@ -27,8 +27,6 @@ from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_rea
 from toio_navigator.bags.replay_live import replay_live  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / 'test' / 'data' / 'bags' / 'cross2_sqlite3'
 

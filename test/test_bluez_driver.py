@@ -24,7 +24,7 @@ from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 
-pytestmark = [needs_dbus_daemon, pytest.mark.ros, pytest.mark.slow]
+pytestmark = [needs_dbus_daemon, pytest.mark.ros]
 
 C = p.Characteristic
 POSES = [(100.0, 250.0, 0.0), (250.0, 120.0, math.pi / 2), (400.0, 400.0, 0.0)]

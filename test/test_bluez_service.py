@@ -24,7 +24,7 @@ from toio_navigator.cube.transport import BackoffPolicy, LinkState  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 from toio_navigator.sim.bluez.service import advertised_name  # noqa: E402
 
-pytestmark = [needs_dbus_daemon, pytest.mark.slow]
+pytestmark = needs_dbus_daemon
 C = p.Characteristic
 
 

@@ -30,7 +30,7 @@ from toio_navigator.sim.bluez.cli import driver_parameters  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 from toio_navigator.srv import GoalStatus, SetGoal  # noqa: E402
 
-pytestmark = [needs_dbus_daemon, pytest.mark.ros, pytest.mark.slow]
+pytestmark = [needs_dbus_daemon, pytest.mark.ros]
 
 CUBES = ['cube1', 'cube2', 'cube3', 'cube4']
 STARTS = np.array([(150.0, 70.0, math.pi / 2), (350.0, 70.0, math.pi / 2),

@@ -22,8 +22,6 @@ from toio_navigator.settings.bringup_params import (
     route_overrides,
 )
 
-pytestmark = pytest.mark.slow
-
 SIM = [Instance('mat_sim')] + [Instance('cube_driver', f'/cube{i}') for i in (1, 2)] + [Instance('navigator')]
 
 

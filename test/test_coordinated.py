@@ -21,8 +21,6 @@ from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID,
 from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
 
-pytestmark = pytest.mark.slow
-
 R = 16.5
 
 

@@ -9,8 +9,6 @@ import pytest
 
 from conftest import next_domain_id
 
-pytestmark = pytest.mark.slow
-
 PROBE = Path(__file__).with_name('pubsub_probe.py')
 
 

@@ -28,8 +28,6 @@ from goal_probe import cube_state, start_navigator  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.srv import SetGoal  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 NavigateToPose = action.NavigateToPose
 R = NavigateToPose.Result
 CUBES = ['cube1', 'cube2', 'cube3']

@@ -28,8 +28,6 @@ from conftest import next_domain_id, ros_env  # noqa: E402
 from goal_probe import start_bringup  # noqa: E402
 from toio_navigator import units  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 NavigateToPose = action.NavigateToPose
 CUBES = ['cube1', 'cube2']
 START = {'cube1': (100.0, 100.0, 0.0), 'cube2': (100.0, 400.0, 0.0)}

@@ -19,8 +19,6 @@ from toio_navigator import cli
 from toio_navigator.bags.replay import ReplayError, navigator_config, stored_parameters
 from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 CASE = sorted((REPO / 'test' / 'data' / 'conformance' / 'cases').glob('*.json'))[0]

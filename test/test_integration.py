@@ -31,8 +31,6 @@ from toio_navigator.launching.supervisor import Children  # noqa: E402
 from toio_navigator.srv import GoalStatus, SetGoal  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 CONTACT = 2 * BODY_RADIUS
 MAT = (45.0, 45.0, 455.0, 455.0)
 

@@ -20,8 +20,6 @@ from toio_navigator.bags.testing import assert_replays  # noqa: E402
 from toio_navigator.demo_cli import Tracker, swap_goals  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 FOUR = [(100.0, 100.0, 0.785), (400.0, 100.0, 2.356), (400.0, 400.0, -2.356), (100.0, 400.0, -0.785)]
 
 

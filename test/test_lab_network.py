@@ -43,7 +43,7 @@ from toio_navigator.launching import profiles
 from toio_navigator.sim.world import World, WorldParams
 from toio_navigator.units import WHEEL_TRACK_UNITS
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = pytest.mark.ros
 
 PROBE = Path(__file__).resolve().parent / 'lab_probe.py'
 MAT = (45.0, 45.0, 455.0, 455.0)

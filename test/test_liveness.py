@@ -21,8 +21,6 @@ from lifecycle_probe import Probe, write_cubes  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 from toio_navigator.launching.supervisor import Children  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 POSES = [(150.0, 250.0, 0.0), (350.0, 250.0, 3.1416)]
 NAMES = ['cube1', 'cube2']
 NOTICE_S = 2.0

@@ -34,8 +34,6 @@ from toio_navigator.sim.arena_run import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 ARENAS = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas'
 #: free: the start corner's three columns up to the top rows, and the three top rows (with the goal zone)
 CORRIDOR = ['.' * 15] * 3 + ['...' + '#' * 12] * 17

@@ -31,8 +31,6 @@ from toio_navigator.settings.driver import ConfigError, DriverConfig  # noqa: E4
 from toio_navigator.sim.virtual_cube import VirtualCubes  # noqa: E402
 from toio_navigator.sim.world import World, run_realtime  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 CONFIG = p.Characteristic.CONFIGURATION.value
 MOTOR = p.Characteristic.MOTOR_CONTROL.value
 ID = p.Characteristic.ID_INFORMATION.value

@@ -22,8 +22,6 @@ from toio_navigator import units  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 MOTOR = Characteristic.MOTOR_CONTROL.value
 
 

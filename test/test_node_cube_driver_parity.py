@@ -26,8 +26,6 @@ from conftest import next_domain_id, ros_env  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic as C  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 LIGHT_INTERVAL_S = 0.5
 

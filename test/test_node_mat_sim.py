@@ -23,8 +23,6 @@ from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from toio_navigator.settings.mat_sim import MatSimError  # noqa: E402
 from toio_navigator.sim.world import World  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 
 

@@ -27,8 +27,6 @@ from toio_navigator.nodes.mat_sim import MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
 from toio_navigator.nodes.virtual_ir import VirtualIrNode  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 MOTOR = Characteristic.MOTOR_CONTROL.value
 
 

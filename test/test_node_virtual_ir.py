@@ -23,8 +23,6 @@ from toio_navigator.nodes.virtual_ir import VirtualIrNode  # noqa: E402
 from toio_navigator.settings.virtual_ir import VirtualIrError  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping, VirtualIrSensors  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 ARENA = Path(__file__).resolve().parent.parent / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'
 NO_READING = (-1,) * 6
 

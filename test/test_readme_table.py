@@ -22,8 +22,6 @@ import pytest
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 MARKER = '<!-- graph-table -->'
 CUBES = ['cube1', 'cube2']

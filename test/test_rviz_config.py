@@ -13,8 +13,6 @@ from toio_navigator import cli
 from toio_navigator.launching import profiles
 from toio_navigator.nodes import rviz_config
 
-pytestmark = pytest.mark.slow
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 

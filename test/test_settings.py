@@ -31,8 +31,6 @@ from toio_navigator.settings.spec import (
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCubes
 from toio_navigator.sim.world import World
 
-pytestmark = pytest.mark.slow
-
 EXAMPLES = settings(max_examples=150, deadline=None, derandomize=True)
 
 # values a user might type or a YAML file might hold, wrong ones included

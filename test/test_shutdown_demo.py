@@ -14,8 +14,6 @@ pytest.importorskip('toio_navigator.msg')
 
 from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, wait_gone, write_cubes  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 NAMES = [f'cube{i + 1}' for i in range(len(CORNERS))]
 
 

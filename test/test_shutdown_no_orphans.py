@@ -21,8 +21,6 @@ pytest.importorskip('toio_navigator.msg')
 from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, start_bringup, wait_gone, write_cubes  # noqa: E402
 from toio_navigator import lifecycle  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 NAMES = [f'cube{i + 1}' for i in range(len(CORNERS))]
 
 

@@ -20,8 +20,6 @@ from goal_probe import cube_state, start_navigator, start_nodes, write_params  #
 from toio_navigator import units  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 #: tf2_msgs/msg/TFMessage's RIHS01 hash on ROS 2 Jazzy (as `ros2 topic info -v /tf` prints it on a ROS machine)
 JAZZY_TFMESSAGE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'
 CUBES = {'cube1': (100.0, 200.0, 0.5), 'cube2': (300.0, 350.0, -1.0)}
