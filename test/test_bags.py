@@ -107,7 +107,7 @@ def write_closed_loop_bag(path: Path, storage: str = 'mcap', ticks: int = 50, go
                               mode='AVOID', planner='hlavoid', state_stamp=_time(store, cmd.state_stamp_ns),
                               goal_x=g.x if g else math.nan, goal_y=g.y if g else math.nan,
                               direction=g.direction if g else 2, max_speed=g.max_speed if g else 0.0,
-                              tolerance=g.tolerance if g else 0.0, **_state_copy(cmd.state))
+                              tolerance=g.tolerance if g else 0.0, tick=k, **_state_copy(cmd.state))
                 bag.write_message(f'/{cmd.cube}/nav_result', t + 'NavResult', tick_ns + 1_500_000, r)
             v = 0.5 * (wheels[:, 0] + wheels[:, 1]) * hp.k          # drive 50 ms with the new commands
             w = (wheels[:, 0] - wheels[:, 1]) * hp.k / hp.wheel_track
@@ -184,6 +184,39 @@ def test_a_lost_nav_result_skips_its_tick_and_keeps_the_commands_in_step(loop_ba
     report = assert_replays(lossy)
     assert report.compared['motor_cmd'] > 40
     assert any('1 of 50 ticks lack' in n for n in report.notes)
+
+
+def _without_tick(bag: Path, out_path: Path, tick: int, edit_after=None) -> None:
+    """A copy of ``bag`` that lost every NavResult and MotorCommand of tick ``tick`` (a recorder starved for
+    one tick); ``edit_after(msg)`` may change the NavResults of the ticks after it."""
+    def edit(topic, _index, msg):
+        if topic.endswith(('/nav_result', '/motor_cmd')) and msg.header.stamp.nanosec == (tick * 50_000_000) % 10**9 \
+                and msg.header.stamp.sec == 1_700_000_000 + tick // 20:
+            return None
+        if edit_after is not None and topic.endswith('/nav_result') and msg.tick > tick:
+            edit_after(msg)
+        return msg
+    _copy_bag(bag, out_path, edit)
+
+
+def test_a_whole_tick_the_bag_lost_is_named_and_what_follows_is_not_a_divergence(loop_bag, tmp_path):
+    whole = replay_bag(loop_bag)
+    assert whole.ok and whole.lost_ticks == 0 and not whole.explained
+    lossy = tmp_path / 'lossy'
+    _without_tick(loop_bag, lossy, 30)
+    report = replay_bag(lossy)
+    assert report.ok and report.lost_ticks == 1, report.summary()
+    assert report.ticks == whole.ticks - 1 and report.exact_ticks == 30 - (50 - whole.ticks)   # 50 ticks, a warm-up
+    assert any('lost 1 whole ticks' in n for n in report.notes), report.notes
+    # a difference after the lost tick is listed, not counted; the same difference before it is a divergence
+    edited = tmp_path / 'edited'
+    _without_tick(loop_bag, edited, 30, edit_after=lambda msg: setattr(msg, 'speed_ratio', msg.speed_ratio + 1.0))
+    report = replay_bag(edited)
+    assert report.ok and report.explained and report.explained[0].field == 'speed_ratio', report.summary()
+    assert 'after a lost tick (not counted)' in report.summary()
+    early = tmp_path / 'early'
+    _edit_nav_result(loop_bag, early, 20, 'cube1', 'speed_ratio', 5.0)
+    assert not replay_bag(early).ok
 
 
 def _without_states(bag: Path, out_path: Path, keep_copies: bool) -> None:

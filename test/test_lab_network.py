@@ -68,8 +68,10 @@ def wheel_travel(samples) -> tuple[np.ndarray, np.ndarray]:
     return t, step + turn * WHEEL_TRACK_UNITS / 2
 
 
-def travel_before(samples, t_event: float, seconds: float = 0.2) -> np.ndarray:
-    """Per cube, how far its wheels went in the ``seconds`` before ``t_event`` (was it moving?)."""
+def travel_before(samples, t_event: float, seconds: float = 0.5) -> np.ndarray:
+    """Per cube, how far its wheels went in the ``seconds`` before ``t_event`` (was it being driven?). Half a
+    second: on a starved host the drivers' writes come late and a driven cube stutters, standing for 0.2 s
+    between two commands (seen with two lab-sized runs side by side)."""
     t, travel = wheel_travel(samples)
     inside = (t[1:] > t_event - seconds) & (t[1:] <= t_event)
     return travel[inside].sum(axis=0)
@@ -319,7 +321,9 @@ def test_the_swaps_reach_every_goal_without_a_contact(lab_run):
 def test_the_bag_recorded_on_the_laptop_replays_with_zero_divergence(lab_run):
     report = lab_run.replay
     assert report.ok, report.summary()
-    assert report.ticks > 60 and report.compared['motor_cmd'] > 300, report.summary()
+    # a busy host's recorder can lose a whole tick (its NavResults and commands): the ticks before the first lost
+    # one are the ones a replay can rebuild exactly, and a run gives enough of them
+    assert report.exact_ticks > 60 and report.compared['motor_cmd'] > 300, report.summary()
 
 
 def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation_resumes(lab_run):

@@ -10,6 +10,8 @@ decision is compared field by field, within tolerances, with the recorded NavRes
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
 divergence names the time, topic, field and both values.
 
+A tick the bag lost entirely (its NavResults' ``tick`` numbers skip one) changed the navigator's memory in a way
+no message records: differences after it are listed in ``ReplayReport.explained``, not counted as divergence.
 What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
 recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes
 (``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
@@ -90,6 +92,7 @@ class Tick:
     stamp_ns: int
     results: dict[str, dict] = field(default_factory=dict)
     result_bag_ns: dict[str, int] = field(default_factory=dict)
+    number: int | None = None       # the navigator's tick number (None: recorded before NavResult had it)
 
 
 @dataclass
@@ -206,6 +209,7 @@ def read_recording(path: str | Path) -> Recording:
                 fields_ = {f: _plain(getattr(msg, f)) for f in NAV_FIELDS + INPUT_FIELDS[1:]}
                 fields_['state_stamp_ns'] = _time_ns(msg.state_stamp)
                 fields_['state'] = _state_copy(msg, cube, fields_['state_stamp_ns'], bag_ns)
+                fields_['tick'] = int(msg.tick) if hasattr(msg, 'tick') else None
                 results.append((_stamp_ns(msg), bag_ns, cube, fields_))
             else:
                 motors.append((bag_ns, cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
@@ -240,6 +244,7 @@ def _ticks(results, notes: list[str]) -> list[Tick]:
             continue
         tick.results[cube] = fields_
         tick.result_bag_ns[cube] = bag_ns
+        tick.number = fields_['tick']
     if doubled:
         notes.append(f'{doubled} NavResults repeat a cube within one tick stamp; only the first is compared')
     return [by_stamp[s] for s in sorted(by_stamp)]
@@ -368,6 +373,11 @@ class ReplayReport:
     diverged: dict[str, int] = field(default_factory=lambda: {'nav_result': 0, 'motor_cmd': 0})
     divergences: list[Divergence] = field(default_factory=list)     # the first few, in time order
     notes: list[str] = field(default_factory=list)
+    #: the first few differences after a tick the bag lost entirely: that tick changed the navigator's memory
+    #: (its commands, side-steps, escapes) and nothing in the bag says how, so they are not the navigator's
+    explained: list[Divergence] = field(default_factory=list)
+    lost_ticks: int = 0
+    exact_ticks: int = 0      # the ticks compared before the first lost one (all of them when none was lost)
 
     @property
     def ok(self) -> bool:
@@ -386,6 +396,8 @@ class ReplayReport:
             lines.append(self.first.describe())
             lines.append(f'diverging messages: nav_result {self.diverged["nav_result"]}, motor_cmd '
                          f'{self.diverged["motor_cmd"]}')
+        if self.explained:
+            lines.append(f'after a lost tick (not counted): {self.explained[0].describe()}')
         lines += [f'note: {n}' for n in self.notes]
         return '\n'.join(lines)
 
@@ -461,6 +473,8 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                  len(rec.ticks))
     sent: dict[str, int] = {}
     missing_states, from_results, incomplete, rejected = 0, 0, 0, []
+    lost_at = _first_lost_tick(rec.ticks)
+    explained_ticks = 0
     for k, tick in enumerate(rec.ticks):
         complete = len(tick.results) == len(rec.cubes)
         for cube, r in tick.results.items():
@@ -500,10 +514,23 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         report.ticks += 1
         report.compared['nav_result'] += sum(1 for c in rec.cubes if c in tick.results)
         report.compared['motor_cmd'] += sum(1 for c in commands if c.motor is not None)
+        report.exact_ticks += k < lost_at
+        if k >= lost_at:
+            explained_ticks += bool(diffs)
+            report.explained += diffs[:max(keep - len(report.explained), 0)]
+            continue
         for kind in ('nav_result', 'motor_cmd'):
             report.diverged[kind] += len({d.topic for d in diffs if d.topic.endswith(kind)})
         if len(report.divergences) < keep:
             report.divergences += diffs[:keep - len(report.divergences)]
+    if lost_at < len(rec.ticks):
+        report.lost_ticks = sum(max(b.number - a.number - 1, 0) for a, b in zip(rec.ticks, rec.ticks[1:])
+                                if a.number is not None and b.number is not None)
+        t_lost = (rec.ticks[lost_at].stamp_ns - rec.start_ns) / 1e9
+        report.notes.append(f'the bag lost {report.lost_ticks} whole ticks of the navigator (the first just '
+                            f'before the tick at t={t_lost:.3f} s): what a lost tick changed in its memory is in no '
+                            f'message, so a difference from there on is listed but is no divergence '
+                            f'({explained_ticks} ticks differ)')
     if first:
         report.notes.append(f'{min(first, len(rec.ticks))} leading ticks not compared (warm-up: the commands sent '
                             'before the recording, or a cube the navigator had not seen yet)')
@@ -523,6 +550,16 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
     _completeness(rec, report, settings.rate_hz)
     return report
+
+
+def _first_lost_tick(ticks: list[Tick]) -> int:
+    """Index of the first recorded tick whose predecessor in the navigator is not in the bag (its number
+    skips one); len(ticks) when none is lost or the NavResults carry no tick number."""
+    for k in range(1, len(ticks)):
+        a, b = ticks[k - 1].number, ticks[k].number
+        if a is not None and b is not None and b > a + 1:
+            return k
+    return len(ticks)
 
 
 def _state_copy(msg, cube: str, stamp_ns: int, bag_ns: int) -> StateIn | None:
@@ -599,6 +636,12 @@ def _completeness(rec: Recording, report: ReplayReport, rate: float) -> None:
                                 f'navigator ticks every {1000 / rate:.0f} ms: about '
                                 f'{100 * (1 - 1 / (np.median(gaps) * rate)):.0f}% of the ticks were lost while '
                                 'recording, so the replay cannot follow the navigator')
+        elif big and all(t.number is not None for t in rec.ticks):
+            numbered = np.diff([t.number for t in rec.ticks])
+            stalls = int(np.count_nonzero((gaps > 2.5 / rate) & (numbered == 1)))
+            if stalls:
+                report.notes.append(f'the navigator stalled {stalls} times for more than {2.5 / rate:.3f} s '
+                                    f'between two ticks (largest gap {gaps[numbered == 1].max():.3f} s)')
         elif big:
             report.notes.append(f'{big} gaps between recorded ticks longer than {2.5 / rate:.3f} s (largest '
                                 f'{gaps.max():.3f} s): ticks were lost while recording, or the navigator stalled')

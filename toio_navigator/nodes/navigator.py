@@ -162,6 +162,7 @@ class NavigatorNode(Node):
                           mode=s.mode, planner=s.planner)
             r.header.stamp = stamp
             r.header.frame_id = FRAME_ID
+            r.tick = self.ticks
             r.state_stamp.sec, r.state_stamp.nanosec = divmod(cmd.state_stamp_ns, 1_000_000_000)
             if cmd.state is None:
                 r.state_x = r.state_y = r.state_theta = math.nan
