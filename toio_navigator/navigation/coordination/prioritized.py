@@ -121,11 +121,14 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     def tau(t: int) -> int:
         return min(t, settle + 1)
 
-    frontier = [(h(start), 0, start, 0)]
+    pts = graph.points
+    # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
+    # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
+    frontier = [(h(start), 0.0, 0, start, 0, -1)]
     came: dict[tuple[int, int], tuple[int, int] | None] = {(start, 0): None}
     counter = 0
     while frontier:
-        _f, _c, x, t = heapq.heappop(frontier)
+        _f, turns, _c, x, t, before = heapq.heappop(frontier)
         if x == goal and all(_allowed(graph, res, near, x, x, s) for s in range(t, max(settle, t + 1))):
             path = [x]
             state = (x, tau(t))
@@ -141,7 +144,11 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
                 continue
             came[key] = (x, tau(t))
             counter += 1
-            heapq.heappush(frontier, (t + 1 + h(y), counter, y, t + 1))
+            turn = 0.0
+            if y != x and before >= 0:
+                way, step_to = pts[x] - pts[before], pts[y] - pts[x]
+                turn = 1.0 - float(way @ step_to) / max(float(np.hypot(*way) * np.hypot(*step_to)), 1e-12)
+            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, y, t + 1, x if y != x else before))
     return None
 
 

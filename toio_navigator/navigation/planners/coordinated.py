@@ -45,7 +45,7 @@ class CoordinatedParams:
     loop_wall_margin: float = 7.0
     link_latency: float = 0.16    # s from the navigator's command to the cube, at worst
     motor_lag: float = 0.05       # s the wheels run on after a stop
-    stop_margin: float = 3.0      # u a real cube keeps before its limit
+    stop_margin: float = 1.0      # u a real cube keeps before its limit (the pair distance has the margins)
     lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
     corner_cut: float = 4.0       # u a waypoint round a corner lets a cube cut it by ...
     corner_cut_wide: float = 12.0  # u ... when no other cube is near that corner now or soon
@@ -54,7 +54,7 @@ class CoordinatedParams:
                                   # steers late and would leave its path outwards); none through 90 degrees
     min_speed: float = 22.0       # u/s: a slower command does not move the wheels (dead zone): 0 or this
     handle_reach: float = 8.0     # u: CubeHandle's move-to-target stops this close to its waypoint
-    creep_stop: float = 5.0       # u before its limit a creeping cube is stopped (it coasts about that far)
+    creep_stop: float = 3.0       # u before its limit a creeping cube is stopped (it coasts about that far)
     align_full: float = math.radians(15.0)   # heading error to the waypoint with full speed ...
     align_stop: float = math.radians(40.0)   # ... and beyond which a real cube only turns
     turn_ahead: float = math.radians(90.0)   # at most this much turn is foreseen before a command takes effect
