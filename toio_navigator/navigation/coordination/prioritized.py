@@ -175,26 +175,16 @@ def _conflict(graph: CoordinationGraph, paths: dict[int, list[int]], ordered: se
     return None
 
 
-def _lower(ordered: set[tuple[int, int]], k: int) -> list[int]:
-    """k and every cube planned around it (transitively)."""
-    out, todo = [k], [k]
-    while todo:
-        a = todo.pop()
-        for hi, lo in ordered:
-            if hi == a and lo not in out:
-                out.append(lo)
-                todo.append(lo)
-    return out
-
-
-def _higher(ordered: set[tuple[int, int]], k: int) -> set[int]:
+def _around(ordered: set[tuple[int, int]], k: int, below: bool) -> set[int]:
+    """The cubes planned around k (``below``), or those k is planned around, transitively; k not included."""
+    edges = ordered if below else {(lo, hi) for hi, lo in ordered}
     out, todo = set(), [k]
     while todo:
         a = todo.pop()
-        for hi, lo in ordered:
-            if lo == a and hi not in out:
-                out.add(hi)
-                todo.append(hi)
+        for src, dst in edges:
+            if src == a and dst not in out:
+                out.add(dst)
+                todo.append(dst)
     return out
 
 
@@ -244,10 +234,10 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
                 continue
             new_paths = dict(paths)
             ok = True
-            todo = _lower(new_order, lo)
+            todo = {lo} | _around(new_order, lo, below=True)
             for k in [k for k in order if k in todo]:
                 res = _Reserved()
-                for h in _higher(new_order, k):
+                for h in _around(new_order, k, below=False):
                     res.add(h, new_paths[h])
                 path = _search(graph, res, k, start[k], limit)
                 if path is None:
