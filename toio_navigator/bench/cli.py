@@ -42,21 +42,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         make_planner(args.planner)
-        scenarios = select(load_scenarios(args.scenarios), args.only)
+        scenarios = select(load_scenarios(args.scenarios), args.only, args.max_agents)
     except (ScenarioError, ValueError) as exc:
         print(f'toio-nav bench: {exc}', file=sys.stderr)
         return 2
     if args.max_steps is not None and args.max_steps < 1:
         print('toio-nav bench: --max-steps must be >= 1', file=sys.stderr)
         return 2
-    if args.max_agents is not None:
-        if args.max_agents < 1:
-            print(f'toio-nav bench: --max-agents must be >= 1, got {args.max_agents}', file=sys.stderr)
-            return 2
-        scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
-        if not scenarios:
-            print('toio-nav bench: no scenario left to run (check --only and --max-agents)', file=sys.stderr)
-            return 2
     bar = ProgressBar(enabled=not args.no_progress)
     results = []
     for index, scenario in enumerate(scenarios, 1):
@@ -87,16 +79,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def select(scenarios: list, only: str | None) -> list:
-    """Scenarios whose name or category is in the comma-separated ``only`` (all if None)."""
-    if not only:
-        return scenarios
-    wanted = [w.strip() for w in only.split(',') if w.strip()]
-    chosen = [s for s in scenarios if s.name in wanted or s.category in wanted]
-    known = {s.name for s in scenarios} | {s.category for s in scenarios}
-    unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise ValueError(f'--only: no scenario or category named {", ".join(unknown)}')
+def select(scenarios: list, only: str | None, max_agents: int | None = None, option: str = '--only') -> list:
+    """Scenarios whose name or category is in the comma-separated ``only`` (all if None) and, unless
+    ``max_agents`` is None, with at most that many cubes. ValueError (naming ``option``, the command's name for
+    ``only``) for an unknown name, a ``max_agents`` below 1 or nothing left to run."""
+    if max_agents is not None and max_agents < 1:
+        raise ValueError(f'--max-agents must be >= 1, got {max_agents}')
+    chosen = scenarios
+    if only:
+        wanted = [w.strip() for w in only.split(',') if w.strip()]
+        chosen = [s for s in scenarios if s.name in wanted or s.category in wanted]
+        known = {s.name for s in scenarios} | {s.category for s in scenarios}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            raise ValueError(f'{option}: no scenario or category named {", ".join(unknown)}')
+    if max_agents is not None:
+        chosen = [s for s in chosen if s.n_agents <= max_agents]
+        if not chosen:
+            raise ValueError(f'no scenario left to run (check {option} and --max-agents)')
     return chosen
 
 

@@ -53,16 +53,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f'--seeds must be >= 1, got {args.seeds}')
         if args.jobs < 1:
             raise ValueError(f'-j/--jobs must be >= 1, got {args.jobs}')
-        if args.max_agents is not None and args.max_agents < 1:
-            raise ValueError(f'--max-agents must be >= 1, got {args.max_agents}')
         overrides = dict(parse_override(text) for text in args.set)
-        scenarios = load_scenarios(args.scenarios)
-        try:
-            scenarios = select(scenarios, args.scenario)
-        except ValueError as exc:     # the benchmark's selection names its own option
-            raise ValueError(str(exc).replace('--only', '--scenario', 1)) from None
-        if args.max_agents is not None:
-            scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
+        scenarios = select(load_scenarios(args.scenarios), args.scenario, args.max_agents, option='--scenario')
         if not scenarios:
             raise ValueError('no scenario left to run (check --scenario and --max-agents)')
         for s in scenarios:           # every bad setting shows now, not after an hour of runs
