@@ -17,10 +17,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import select
 import signal
 import sys
 import threading
 import time
+import weakref
 
 #: exit status of a node that refused to start (bad parameters, ROS cannot start): a supervisor stops the rest
 REFUSED = 2
@@ -36,31 +38,48 @@ class StopRequest:
 
     ``bool(stop)`` is True once a stop was asked for (by a signal or by :meth:`set`). Repeated signals change
     nothing: a process that is finalising a bag or stopping its cubes must not be cut short by an impatient
-    second Ctrl-C (its supervisor kills it if it takes too long)."""
+    second Ctrl-C (its supervisor kills it if it takes too long).
+
+    The handler takes no lock: Python runs it in the main thread between two bytecodes, possibly while that thread
+    holds a lock inside ``threading.Event.wait``, and ``Event.set`` would then wait for that lock forever (a busy
+    machine makes that window likely: bringups hung on Ctrl-C). It sets a flag and writes one byte into a pipe
+    that :meth:`wait` watches."""
 
     def __init__(self) -> None:
         self.signal: int | None = None
         self.at = 0.0
-        self._event = threading.Event()
+        self._asked = False
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        weakref.finalize(self, _close_all, self._wake_read, self._wake_write)
         self._previous: dict = {}
 
     def _handle(self, signum, _frame) -> None:
         if self.signal is None:
-            self.signal, self.at = signum, time.monotonic()
-        self._event.set()
+            self.signal = signum
+        self.set()
 
     def set(self) -> None:
-        """Ask for a stop without a signal (e.g. a --duration that ran out)."""
-        if not self._event.is_set():
+        """Ask for a stop without a signal (e.g. a --duration that ran out); any thread, or a signal handler."""
+        if not self._asked:
             self.at = time.monotonic()
-        self._event.set()
+            self._asked = True
+        try:
+            os.write(self._wake_write, b'!')
+        except OSError:                 # the pipe is full: a byte is already waiting to wake :meth:`wait`
+            pass
 
     def __bool__(self) -> bool:
-        return self._event.is_set()
+        return self._asked
 
-    def wait(self, timeout: float) -> bool:
-        """Sleep until a stop is asked for or ``timeout`` seconds pass; True if a stop was asked for."""
-        return self._event.wait(timeout)
+    def wait(self, timeout: float | None) -> bool:
+        """Sleep until a stop is asked for or ``timeout`` seconds pass (None: no limit); True if a stop was
+        asked for."""
+        if not self._asked:
+            poller = select.poll()
+            poller.register(self._wake_read, select.POLLIN)
+            poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999)))
+        return self._asked
 
     @property
     def name(self) -> str:
@@ -77,6 +96,11 @@ class StopRequest:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+def _close_all(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def supervised_env(env: dict[str, str] | None = None) -> dict[str, str]:

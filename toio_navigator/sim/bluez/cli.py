@@ -13,10 +13,10 @@ import math
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from toio_navigator.cube.protocol import parse_version
+from toio_navigator.lifecycle import StopRequest
 from toio_navigator.sim.bluez.bus import BusError, find_dbus_daemon
 from toio_navigator.sim.bluez.host import BluezHost
 from toio_navigator.sim.mats import MATS
@@ -105,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
     except (BusError, OSError, RuntimeError) as exc:
         print(f'fake-bluez: cannot start: {exc}', file=sys.stderr)
         return 1
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopRequest().install()       # SIGINT, SIGTERM, SIGHUP: stop the virtual cubes in order
     try:
         ids = [link.cube.name.split('-', 1)[1] for link in host.bluez.links]
         print(f'fake-bluez: {len(poses)} virtual toio cubes (firmware {args.firmware}) on mat {args.mat}, '
@@ -129,12 +128,11 @@ def run(args: argparse.Namespace) -> int:
             print(_status(host), flush=True)
         return 0
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        stop.restore()
         host.stop()
 
 
-def _run_command(command: list[str], host: BluezHost, stop: threading.Event, status_period: float) -> int:
+def _run_command(command: list[str], host: BluezHost, stop: StopRequest, status_period: float) -> int:
     try:
         child = subprocess.Popen(command, env=host.environment())
     except OSError as exc:
