@@ -10,9 +10,10 @@ Layers, each in ``navigation/coordination``:
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
 * execution (``execution``, here): every tick each cube's progress is measured and its limit computed from the
-  others' progress; a real cube gets the speed that lets it stop within its limit, however late its command
-  takes effect (the state's age + the link's worst latency + the command's own duration + the motor's lag),
-  and a waypoint along its path that cuts corners by at most ``corner_cut``.
+  others' progress; a real cube gets the speed that lets it stop within its limit when its command takes
+  effect after the state's age + a typical link latency (``gate_latency``; the pair distance's margin takes a
+  slower link) and runs its own duration + the motor's lag, and a waypoint along its path that cuts corners by
+  at most ``corner_cut``; the safety layer under it reckons with the link's worst latency.
 
 A cube that strays from its path, a change of goals or of the cubes that can move, or a long stop without
 progress, stops everyone and plans again from where they are, once they are at rest.
@@ -44,6 +45,9 @@ class CoordinatedParams:
     loop_margin: float = 13.0     # u: twice the tracking error (5) and the measurement noise (3)
     loop_wall_margin: float = 7.0
     link_latency: float = 0.16    # s from the navigator's command to the cube, at worst
+    gate_latency: float = 0.10    # s the law that stops a cube before its gate's limit assumes instead: a typical
+                                  # latency (0.16 there made cubes crawl up to every limit; the pair distance's
+                                  # margin takes the rest); the safety layer keeps link_latency
     motor_lag: float = 0.05       # s the wheels run on after a stop
     stop_margin: float = 1.0      # u a real cube keeps before its limit (the pair distance has the margins)
     lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
@@ -143,6 +147,7 @@ class CoordinatedPlanner:
             age = np.zeros(n) if state.age is None else np.asarray(state.age, float)
             react = age[idx] + p.link_latency + state.command_s + p.motor_lag
             before = (age[idx] + p.link_latency + p.motor_lag, state.command_s + p.motor_lag)
+            gate_before = (age[idx] + p.gate_latency + p.motor_lag, before[1])
         else:
             react = np.full(len(idx), dt)
         ex.track(pos[idx], slack=p.track_slack if closed else 1e-6)
@@ -168,7 +173,8 @@ class CoordinatedPlanner:
             # where a turning cube will be heading when the next command takes effect (it turns on meanwhile)
             rate = self._turn_rate(idx, heading, self.clock - age[idx])
             later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
-            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx], before)
+            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx],
+                                          gate_before)
             speed = self._keep_apart(pos, idx, heading, later, waypoint, speed, np.asarray(state.vel, float),
                                      radius, react, running[idx], before)
             for towards in (heading, later):
