@@ -19,7 +19,7 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.cube import protocol as p
 from toio_navigator.launching import profiles
-from toio_navigator.msg import BleFrame, CubeState, NavGoal
+from toio_navigator.msg import BleFrame, CubeState, NavGoal, NavResult
 from toio_navigator.nodes.qos import BLE_QOS
 
 #: what must never appear in the output of a stopping bringup (each was seen before the lifecycle work)
@@ -108,9 +108,12 @@ class Probe:
         self.moved: set[str] = set()                     # cubes that were sent a non-zero speed
         self.truth = None
         self.goal_pubs = {}
+        self.results: dict = {}                          # the navigator's last NavResult of each cube
         for c in names:
             self.node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: self.states.__setitem__(c, m),
                                           qos_profile_sensor_data)
+            self.node.create_subscription(NavResult, f'{c}/nav_result',
+                                          lambda m, c=c: self.results.__setitem__(c, m), 10)
             self.node.create_subscription(BleFrame, f'{c}/ble/tx', lambda m, c=c: self._on_tx(c, m), BLE_QOS)
             self.goal_pubs[c] = self.node.create_publisher(NavGoal, f'{c}/goal', 10)
         self.node.create_subscription(PoseArray, 'mat_sim/ground_truth', self._on_truth, qos_profile_sensor_data)
@@ -145,6 +148,15 @@ class Probe:
         return all(c in self.states and self.states[c].on_mat and
                    self.states[c].link_state == self.CubeState.LINK_CONNECTED for c in self.names) \
             and all(p.get_subscription_count() > 0 for p in self.goal_pubs.values())
+
+    def navigator_saw_live(self, cube: str, stale_timeout_s: float = 0.5) -> bool:
+        """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it
+        as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""
+        r = self.results.get(cube)
+        if r is None or r.state_link_state != self.CubeState.LINK_CONNECTED:
+            return False
+        age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
+        return r.state_stamp.sec > 0 and age <= stale_timeout_s
 
     def swap(self) -> None:
         """Send every cube to the mirror of its position through the mat centre."""
