@@ -109,11 +109,14 @@ class Probe:
         self.truth = None
         self.goal_pubs = {}
         self.results: dict = {}                          # the navigator's last NavResult of each cube
+        # when mat_sim published each ground truth and the navigator ticked (their own stamps, wall clock): how
+        # long a busy host kept each of them from running
+        self.truth_stamps: list[float] = []
+        self.tick_stamps: list[float] = []
         for c in names:
             self.node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: self.states.__setitem__(c, m),
                                           qos_profile_sensor_data)
-            self.node.create_subscription(NavResult, f'{c}/nav_result',
-                                          lambda m, c=c: self.results.__setitem__(c, m), 10)
+            self.node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: self._on_result(c, m), 10)
             self.node.create_subscription(BleFrame, f'{c}/ble/tx', lambda m, c=c: self._on_tx(c, m), BLE_QOS)
             self.goal_pubs[c] = self.node.create_publisher(NavGoal, f'{c}/goal', 10)
         self.node.create_subscription(PoseArray, 'mat_sim/ground_truth', self._on_truth, qos_profile_sensor_data)
@@ -129,8 +132,13 @@ class Probe:
             self.moved.add(cube)
 
     def _on_truth(self, msg) -> None:
+        self.truth_stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
         if len(msg.poses) == len(self.names):
             self.truth = [(p.position.x, p.position.y) for p in msg.poses]
+
+    def _on_result(self, cube: str, msg) -> None:
+        self.results[cube] = msg
+        self.tick_stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
 
     def spin_until(self, condition, timeout: float, what: str, log: Path | None = None) -> None:
         deadline = time.monotonic() + timeout
@@ -148,6 +156,13 @@ class Probe:
         return all(c in self.states and self.states[c].on_mat and
                    self.states[c].link_state == self.CubeState.LINK_CONNECTED for c in self.names) \
             and all(p.get_subscription_count() > 0 for p in self.goal_pubs.values())
+
+    @staticmethod
+    def longest_gap(stamps: list[float], t0: float, t1: float) -> float:
+        """The longest time within [t0, t1] (wall-clock seconds) with none of ``stamps``: how long a node that
+        stamps a message every few milliseconds was kept from running."""
+        inside = sorted(t for t in stamps if t0 < t < t1)
+        return float(max(b - a for a, b in zip([t0, *inside], [*inside, t1])))
 
     def navigator_saw_live(self, cube: str, stale_timeout_s: float = 0.5) -> bool:
         """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it

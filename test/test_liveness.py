@@ -3,8 +3,9 @@
 navigator says once that the cube is back when a new driver takes over.
 
 The 2 s are read from the nodes' own log stamps (when each noticed), against the wall-clock time of the kill, so a
-busy machine that prints late does not count against them. Before the lease, mat_sim noticed after ~18 s (the
-DDS discovery lease) and the navigator said nothing.
+busy machine that prints late does not count against them; nor does a time the host did not run the node at all
+(the longest gap in its own stamped stream: mat_sim's ground truth, the navigator's ticks). Before the lease,
+mat_sim noticed after ~18 s (the DDS discovery lease) and the navigator said nothing.
 """
 from __future__ import annotations
 
@@ -72,8 +73,13 @@ def test_a_killed_driver_is_noticed_within_2_s_and_its_return_is_said_once(swarm
                      30.0, 'mat_sim and the navigator to notice', logs)
     sim_noticed = noticed_at(log('mat_sim'), 'cube2: driver went away (its liveliness lease ran out)')
     nav_noticed = noticed_at(log('navigator'), 'cube2 went stale: no state for')
-    assert len(sim_noticed) == 1 and sim_noticed[0] - killed_at < NOTICE_S, log('mat_sim')
-    assert len(nav_noticed) == 1 and nav_noticed[0] - killed_at < NOTICE_S, log('navigator')
+    assert len(sim_noticed) == 1 and len(nav_noticed) == 1, (log('mat_sim'), log('navigator'))
+    # a node the busy host did not run (no ground truth, no tick: one run starved mat_sim for 3 s) cannot notice
+    # meanwhile: that time is the host's, not the node's
+    sim_stall = probe.longest_gap(probe.truth_stamps, killed_at, sim_noticed[0])
+    nav_stall = probe.longest_gap(probe.tick_stamps, killed_at, nav_noticed[0])
+    assert sim_noticed[0] - killed_at < NOTICE_S + sim_stall, (sim_stall, log('mat_sim'))
+    assert nav_noticed[0] - killed_at < NOTICE_S + nav_stall, (nav_stall, log('navigator'))
     # a new driver for cube2: the cube connects again and the navigator says it is back, once
     children.start([(s, ns) for s, ns in profiles.plan('sim', NAMES) if ns == '/cube2'], files, env=swarm.env,
                    log_dir=logs / 'again')
