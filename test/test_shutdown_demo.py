@@ -40,7 +40,9 @@ def test_sigterm_stops_a_driving_demo_in_order(tmp_path, child_env, ros_domain, 
             proc.kill()
         probe.close()
     text = log.read_text()
-    assert 'toio-nav demo: stopped by SIGTERM at t = ' in text
+    # "at t = 3.2 s", or, when the cubes drove before the navigator's answer to the last goal reached the demo (a
+    # busy host), "while waiting for the navigator to accept cube4's goal"
+    assert 'toio-nav demo: stopped by SIGTERM ' in text and '; every node was stopped' in text, text[-3000:]
     record = (out / 'logs' / 'record.log').read_text()
     assert 'after SIGTERM, finalised in' in record and (out / 'bag' / 'metadata.yaml').is_file()
     for path in [log] + sorted((out / 'logs').glob('*.log')):
