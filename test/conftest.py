@@ -93,6 +93,13 @@ def spin_until(executor, predicate, timeout: float = 10.0) -> bool:
     return predicate()
 
 
+def longest_gap(stamps, t0: float, t1: float) -> float:
+    """The longest time within [t0, t1] (seconds) with none of ``stamps``: how long a node that stamps a message
+    every few milliseconds (mat_sim's ground truth, the navigator's ticks) was kept from running."""
+    inside = sorted(t for t in stamps if t0 <= t <= t1)
+    return float(max(b - a for a, b in zip([t0, *inside], [*inside, t1])))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)

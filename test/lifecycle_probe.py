@@ -157,13 +157,6 @@ class Probe:
                    self.states[c].link_state == self.CubeState.LINK_CONNECTED for c in self.names) \
             and all(p.get_subscription_count() > 0 for p in self.goal_pubs.values())
 
-    @staticmethod
-    def longest_gap(stamps: list[float], t0: float, t1: float) -> float:
-        """The longest time within [t0, t1] (wall-clock seconds) with none of ``stamps``: how long a node that
-        stamps a message every few milliseconds was kept from running."""
-        inside = sorted(t for t in stamps if t0 < t < t1)
-        return float(max(b - a for a, b in zip([t0, *inside], [*inside, t1])))
-
     def navigator_saw_live(self, cube: str, stale_timeout_s: float = 0.5) -> bool:
         """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it
         as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""

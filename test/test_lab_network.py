@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import next_domain_id
+from conftest import longest_gap, next_domain_id
 from lab_network import LabNetwork, unavailable_reason
 from toio_navigator.bags.replay import replay_bag
 from toio_navigator.demo_cli import RECORDER_NODE, recorded_topics, swap_goals
@@ -94,12 +94,6 @@ def stop_times(samples, t_event: float, coast_s: float, slack: float = 0.25) -> 
         k = int(np.argmax(stopped)) if stopped.any() else len(t) - 1
         out.append(max(0.0, float(t[k] - t_event)))
     return out
-
-
-def longest_gap(samples, t0: float, t1: float) -> float:
-    """The longest time between two ground-truth samples stamped in [t0, t1] (a stalled simulator shows here)."""
-    t = sorted(s[0] for s in samples if t0 <= s[0] <= t1)
-    return float(np.diff([t0, *t, t1]).max())
 
 
 def sim_timing() -> tuple[float, float, float]:
@@ -332,7 +326,7 @@ def test_a_lost_link_stops_every_cube_within_its_command_duration_and_navigation
     moving = travel_before(lab_run.truth_loss, lab_run.t_loss)
     assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when the link went: {np.round(moving, 1)}'
     stops = stop_times(lab_run.truth_loss, lab_run.t_loss + delay, coast)
-    gap = longest_gap(lab_run.truth_loss, lab_run.t_loss, lab_run.t_loss + delay + duration + 0.2)
+    gap = longest_gap([s[0] for s in lab_run.truth_loss], lab_run.t_loss, lab_run.t_loss + delay + duration + 0.2)
     # what the measurement resolves: see the killed-host test
     assert max(stops) <= duration + step + gap + 0.01, f'stop times after the link loss (s): ' \
         f'{np.round(stops, 3)}; longest ground-truth gap {gap:.3f} s; {lab_run.logs}/run.json'
@@ -366,7 +360,7 @@ def test_a_killed_navigator_host_stops_the_cubes_and_a_new_navigator_picks_the_s
     moving = travel_before(lab_run.truth_kill, lab_run.t_kill)
     assert (moving > 5.0).sum() >= MOVING, f'too few cubes were driving when host b died: {np.round(moving, 1)}'
     stops = stop_times(lab_run.truth_kill, lab_run.t_kill + delay, coast)
-    gap = longest_gap(lab_run.truth_kill, lab_run.t_kill, lab_run.t_kill + delay + duration + 0.2)
+    gap = longest_gap([s[0] for s in lab_run.truth_kill], lab_run.t_kill, lab_run.t_kill + delay + duration + 0.2)
     # a stop is seen at the first ground-truth sample after it, and the world moves in physics steps: the bound is
     # the command duration plus what the measurement cannot resolve (one step, the longest gap between samples)
     resolution = step + gap

@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
+from conftest import longest_gap  # noqa: E402
 from lifecycle_probe import Probe, write_cubes  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 from toio_navigator.launching.supervisor import Children  # noqa: E402
@@ -76,8 +77,8 @@ def test_a_killed_driver_is_noticed_within_2_s_and_its_return_is_said_once(swarm
     assert len(sim_noticed) == 1 and len(nav_noticed) == 1, (log('mat_sim'), log('navigator'))
     # a node the busy host did not run (no ground truth, no tick: one run starved mat_sim for 3 s) cannot notice
     # meanwhile: that time is the host's, not the node's
-    sim_stall = probe.longest_gap(probe.truth_stamps, killed_at, sim_noticed[0])
-    nav_stall = probe.longest_gap(probe.tick_stamps, killed_at, nav_noticed[0])
+    sim_stall = longest_gap(probe.truth_stamps, killed_at, sim_noticed[0])
+    nav_stall = longest_gap(probe.tick_stamps, killed_at, nav_noticed[0])
     assert sim_noticed[0] - killed_at < NOTICE_S + sim_stall, (sim_stall, log('mat_sim'))
     assert nav_noticed[0] - killed_at < NOTICE_S + nav_stall, (nav_stall, log('navigator'))
     # a new driver for cube2: the cube connects again and the navigator says it is back, once
