@@ -226,6 +226,37 @@ def test_a_version_answer_that_comes_after_the_assumption_configures_the_cube_fo
     asyncio.run(scenario())
 
 
+def test_the_stop_comes_first_and_a_handshake_that_ignores_one_cancel_cannot_hold_up_the_disconnect():
+    """Python 3.11's asyncio.wait_for drops a cancel that comes just as the version answer does; the handshake
+    then goes on to wait for a read that a stopping driver never answers. Stopping must still write the stop
+    at once and end the handshake."""
+    async def scenario():
+        cubes, events, connection = connect('2.4.0')
+        stuck = []
+
+        async def stubborn_configure():
+            stuck.append('configuring')
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                stuck.append('first cancel dropped')    # what wait_for does in that race
+            await asyncio.sleep(3600)                   # the read nobody answers
+        connection._configure = stubborn_configure
+        connection.start()
+        await until(lambda: stuck and cubes[0].connected)
+        order = []
+
+        async def stop_cube():
+            order.append(('stop', connection.transport.is_connected, list(stuck)))
+            return True
+        assert await asyncio.wait_for(connection.shutdown(stop_cube), 10.0)
+        return cubes, order, stuck
+    cubes, order, stuck = asyncio.run(scenario())
+    assert order == [('stop', True, ['configuring'])]     # first, on the live link, before the handshake ended
+    assert stuck == ['configuring', 'first cancel dropped']
+    assert not cubes[0].connected
+
+
 def test_a_cube_that_cannot_be_found_is_tried_with_backoff_then_the_link_failed():
     async def scenario():
         attempts = []

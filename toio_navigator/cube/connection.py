@@ -120,24 +120,34 @@ class CubeConnection:
         self.loop.call_soon_threadsafe(self._spawn, self._run())
 
     async def shutdown(self, stop_cube: Callable[[], Awaitable[bool]]) -> bool:
-        """On the loop: end connecting and configuring for good, stop the cube (``stop_cube()``: True if the stop
-        was written), disconnect and give the cube up. False if a cube that was connected may not have got the
-        stop."""
+        """On the loop: stop the cube (``stop_cube()``: True if the stop was written), end connecting and
+        configuring for good, disconnect and give the cube up. False if a cube that was connected may not have
+        got the stop. The stop goes first: nothing that is still under way can hold it up."""
         self._stopping = True
-        running = [t for t in self._tasks if t is not asyncio.current_task()]
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        t = self.transport
+        was_connected = self.transport is not None and self.transport.is_connected
+        stopped = await stop_cube()
+        await self._end_tasks()
+        t = self.transport          # (a search for the cube may have found it meanwhile)
         if t is None:
             return True
         try:
-            was_connected = t.is_connected
-            stopped = await stop_cube()
             await t.disconnect()
         finally:
             self._release()
         return stopped or not was_connected
+
+    async def _end_tasks(self) -> None:
+        """Cancel the connecting and configuring, again until each has ended. One cancel is not always enough:
+        Python 3.11's ``asyncio.wait_for`` drops a cancel that comes just as what it waits for is done (a
+        version answer), and the task goes on to wait for reads nobody answers once the driver is stopping."""
+        running = {task for task in self._tasks if task is not asyncio.current_task()}
+        while running:
+            for task in running:
+                task.cancel()
+            done, running = await asyncio.wait(running, timeout=0.05)
+            for task in done:
+                if not task.cancelled():
+                    task.exception()    # retrieved: an ended task's error is no news on the way out
 
     def _spawn(self, coroutine) -> None:
         if self._stopping:
