@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
+
+from toio_navigator.launching import profiles
 
 REPO = Path(__file__).resolve().parent.parent
 # Domain ids are leased across processes: two test runs on one machine (two checkouts, CI beside a developer)
@@ -98,6 +101,11 @@ def longest_gap(stamps, t0: float, t1: float) -> float:
     every few milliseconds (mat_sim's ground truth, the navigator's ticks) was kept from running."""
     inside = sorted(t for t in stamps if t0 <= t <= t1)
     return float(max(b - a for a, b in zip([t0, *inside], [*inside, t1])))
+
+
+def navigator_setting(name: str):
+    """A navigator parameter as the shipped config/navigator.yaml sets it (what every bringup of the tests runs)."""
+    return yaml.safe_load((profiles.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters'][name]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
+from conftest import navigator_setting
 from toio_navigator.cube import protocol as p
 from toio_navigator.launching import profiles
 from toio_navigator.msg import BleFrame, CubeState, NavGoal, NavResult
@@ -157,9 +158,10 @@ class Probe:
                    self.states[c].link_state == self.CubeState.LINK_CONNECTED for c in self.names) \
             and all(p.get_subscription_count() > 0 for p in self.goal_pubs.values())
 
-    def navigator_saw_live(self, cube: str, stale_timeout_s: float = 0.5) -> bool:
+    def navigator_saw_live(self, cube: str) -> bool:
         """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it
         as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""
+        stale_timeout_s = navigator_setting('stale_timeout_s')
         r = self.results.get(cube)
         if r is None or r.state_link_state != self.CubeState.LINK_CONNECTED:
             return False

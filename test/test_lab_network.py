@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import longest_gap, next_domain_id
+from conftest import longest_gap, navigator_setting, next_domain_id
 from lab_network import LabNetwork, unavailable_reason
 from toio_navigator.bags.replay import replay_bag
 from toio_navigator.demo_cli import RECORDER_NODE, recorded_topics, swap_goals
@@ -104,10 +104,6 @@ def sim_timing() -> tuple[float, float, float]:
         mat_sim.update((yaml.safe_load(path.read_text()).get('mat_sim') or {}).get('ros__parameters') or {})
     dt = 1.0 / float(mat_sim.get('physics_rate_hz', 1.0 / WorldParams.dt))
     return float(mat_sim.get('command_delay_s', WorldParams.command_delay)), max(0.0, WorldParams.motor_tau - dt), dt
-
-
-def navigator_setting(name: str):
-    return yaml.safe_load((profiles.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters'][name]
 
 
 # ------------------------------------------------------------------------------------------------ the lab run
