@@ -203,6 +203,7 @@ def test_the_command_writes_one_record_per_scenario_and_seed(tmp_path, capsys):
     (['--planner', 'orca', '--seeds', '0'], '--seeds must be >= 1'),
     (['--planner', 'orca', '--scenario', 'no_such'], '--scenario: no scenario or category named no_such'),
     (['--planner', 'orca', '--max-agents', '1'], 'no scenario left to run'),
+    (['--planner', 'orca', '--scenario', ',,'], 'no scenario left to run (check --scenario'),
     (['--planner', 'orca', '--set', 'avoid.margn=3'], '--set avoid.margn: not a navigator parameter'),
     (['--planner', 'orca', '--set', 'rate_hz=-1'], 'rate_hz'),
     (['--planner', 'orca', '--scenarios', 'BROKEN'], 'invalid YAML'),

@@ -95,8 +95,8 @@ def select(scenarios: list, only: str | None, max_agents: int | None = None, opt
             raise ValueError(f'{option}: no scenario or category named {", ".join(unknown)}')
     if max_agents is not None:
         chosen = [s for s in chosen if s.n_agents <= max_agents]
-        if not chosen:
-            raise ValueError(f'no scenario left to run (check {option} and --max-agents)')
+    if not chosen:              # (also an ``only`` of nothing but commas)
+        raise ValueError(f'no scenario left to run (check {option} and --max-agents)')
     return chosen
 
 

@@ -55,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f'-j/--jobs must be >= 1, got {args.jobs}')
         overrides = dict(parse_override(text) for text in args.set)
         scenarios = select(load_scenarios(args.scenarios), args.scenario, args.max_agents, option='--scenario')
-        if not scenarios:
-            raise ValueError('no scenario left to run (check --scenario and --max-agents)')
         for s in scenarios:           # every bad setting shows now, not after an hour of runs
             navigator_setup(s, place(s), args.planner, overrides)
     except ValueError as exc:         # ScenarioError and ReplayError are ValueErrors naming the problem
