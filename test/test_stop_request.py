@@ -20,11 +20,12 @@ from toio_navigator.lifecycle import StopRequest
 HAMMER = '''
 import os, signal, time
 from toio_navigator.lifecycle import StopRequest
+# the timer's handler first: a SIGALRM before it would end the process (a busy host can delay the next line)
+signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
 stopped, t0 = 0, time.monotonic()
 while time.monotonic() - t0 < 1.0:
     stop = StopRequest().install()
     signal.setitimer(signal.ITIMER_REAL, 0.0002)
-    signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     while not stop.wait(0.00001):
         pass
     stop.restore()
