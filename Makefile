@@ -72,15 +72,13 @@ $(ST)/pip: $(ST)/wheels setup.py | $(ST)/msgs $(ST)/tf2_msgs
 	pip install -q -e . -c $(CON)
 	@touch $@
 
-# The README's test command: the lint rules of ruff.toml, then the suite, one worker per core and one more, each
-# taking whole files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait
-# on real processes and real time: on two cores the nodes on their EventsExecutor leave a third of the CPU idle
-# with two workers, and three take the suite from about 245 s to 185 s. (Putting the slow files first was tried:
-# two process-heavy files side by side then starved each other's simulators.)
-WORKERS := $(shell echo $$(( $$(nproc) + 1 )))
+# The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
+# files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
+# processes and real time, so two workers halve the wall time even on two cores. (Putting the slow files first
+# was tried: two process-heavy files side by side then starved each other's simulators.)
 test: install
 	ruff check .
-	python -m pytest -q -n $(WORKERS) --dist loadfile test
+	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).
 demo: install
