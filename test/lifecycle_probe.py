@@ -110,6 +110,7 @@ class Probe:
         self.truth = None
         self.goal_pubs = {}
         self.results: dict = {}                          # the navigator's last NavResult of each cube
+        self.stale_timeout_s = navigator_setting('stale_timeout_s')   # the shipped config's, as the bringups run
         # when mat_sim published each ground truth and the navigator ticked (their own stamps, wall clock): how
         # long a busy host kept each of them from running
         self.truth_stamps: list[float] = []
@@ -161,12 +162,11 @@ class Probe:
     def navigator_saw_live(self, cube: str) -> bool:
         """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it
         as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""
-        stale_timeout_s = navigator_setting('stale_timeout_s')
         r = self.results.get(cube)
         if r is None or r.state_link_state != self.CubeState.LINK_CONNECTED:
             return False
         age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
-        return r.state_stamp.sec > 0 and age <= stale_timeout_s
+        return r.state_stamp.sec > 0 and age <= self.stale_timeout_s
 
     def swap(self) -> None:
         """Send every cube to the mirror of its position through the mat centre."""
