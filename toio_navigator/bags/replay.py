@@ -655,7 +655,8 @@ def replay_bag(bag: str | Path, *, parameter_files=(), overrides: dict | None = 
     if parameter_files:
         parameters = read_parameter_files(parameter_files)
     elif rec.parameters is not None:
-        parameters = rec.parameters
+        # a navigator recorded before the contact guard existed ran without it
+        parameters = {'contact_guard': False, **rec.parameters}
     else:
         parameters = read_parameter_files(default_parameter_files())
         rec.notes.append('the bag holds no navigator parameters; used config/navigator.yaml')

@@ -9,6 +9,9 @@ reference it is a named setting (defaults = the tuned behaviour of config/naviga
 * ``border_stop``       the handle border's outward stop on the translation (docs/navigator.md §4.4 step 5, quick test)
 * ``saturation``        'keep_rotation' (symmetric, keeps the turn) or 'reference' (B13's asymmetric truncation)
 * latency-aware prediction (:func:`predict_pose`): horizon = command lag + age of the state at the tick
+* ``contact_guard``     a cube never closes in on another one nearer than touching + ``contact_gap``, whatever
+                        its planner says (:mod:`~toio_navigator.navigation.contact_guard`; not for a planner with
+                        its own safety layer)
 * ``stuck_time_s`` > 0  the dead-lock breaker (the reference has none; 0 turns it off): a side-step for a cube
                         stuck far from its goal, and a waypoint moved out of the handle's reach for a stuck cube
                         whose planner keeps it inside (:meth:`SwarmController._out_of_reach`)
@@ -26,6 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from toio_navigator.navigation.contact_guard import guard_caps
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 from toio_navigator.navigation.planner import SwarmState
@@ -38,6 +42,7 @@ HLAVOID = 'hlavoid'
 LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the controller needs no message import)
 TOWARDS, AWAY, STOP = 0, 1, 2
 SATURATIONS = ('keep_rotation', 'reference')
+GUARD_PASSES = 3           # the contact guard checks the wheels it slowed again (a slower arc is another arc)
 ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out of an HLAvoid overlap
 
 
@@ -76,6 +81,11 @@ class NavigatorSettings:
     # the wheel shaping options (module docstring): the tuned behaviour by default, the reference's when off
     border_stop: bool = True                  # the border's outward stop; False = no border rule in the handle
     saturation: str = 'keep_rotation'         # or 'reference' (asymmetric truncation, B13)
+    # the contact guard (module docstring); off here, on in config/navigator.yaml: its bound assumes each command
+    # may run its whole duration, which the shipped 150 ms commands at 50 motor units allow near other cubes,
+    # the reference's 250 ms at 70 hardly (cubes would crawl wherever they pass)
+    contact_guard: bool = False
+    contact_gap: float = 3.0                  # clearance the guard keeps beyond touching, mat units
 
     def check(self) -> None:
         """ValueError naming the first bad setting."""
@@ -104,7 +114,7 @@ class NavigatorSettings:
                              '(move-to-target stops within handle_tolerance, so the goal could never be reached)')
         if self.max_speed > MOTOR_MAX:
             raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
-        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s'):
+        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s', 'contact_gap'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
@@ -452,6 +462,13 @@ class SwarmController:
         speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
         left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
                                    s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
+        for _ in range(GUARD_PASSES if s.contact_guard and not coordinating else 0):
+            guarded = self._guard(now, pos, th, speed, np.column_stack([left, right]), seen, ok, active & ~reached)
+            if not (guarded < speed).any():
+                break
+            speed = guarded
+            left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed,
+                                       hp, s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
         for i, cube in enumerate(s.cubes):
@@ -474,6 +491,19 @@ class SwarmController:
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out
+
+    def _guard(self, now, pos, th, speed, wheels, seen, ok, movers):
+        """The contact guard's speed caps, on its own motion model (on the safe side of the planner's): a command
+        takes effect ``lag`` after it is sent and drives for its duration from then, so a cube whose last command
+        ran out on the navigator's clock may still be driving it (the planner's entity velocities leave such a
+        cube at rest, as the reference does)."""
+        s, hp = self.settings, self.handle
+        until = self.last_cmd_until + hp.lag                        # when the last command stops driving
+        # the last command drives the cube from its reading until the new one takes effect (or it runs out)
+        lead = np.where(ok, np.clip(np.minimum(now + hp.lag, until) - np.where(seen, self.stamp, now), 0.0, 1.0), 0.0)
+        return guard_caps(np.column_stack([pos, th]), speed, self.last_cmd, lead, wheels, movers,
+                          s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0, s.contact_gap, hp.k,
+                          hp.wheel_track, float(hp.dead_zone))
 
     def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
         """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command

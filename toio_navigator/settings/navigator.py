@@ -62,6 +62,10 @@ SETTING_PARAMS = (
           runtime=True),
     Param('saturation', _DEFAULT.saturation, 'wheel saturation: keep_rotation keeps the turn when clipping, '
           'reference truncates asymmetrically', choices=SATURATIONS, runtime=True),
+    Param('contact_guard', _DEFAULT.contact_guard, 'a cube never closes in on another one nearer than touching + '
+          'contact_gap, whatever its planner says (planners with their own safety layer excepted)', runtime=True),
+    Param('contact_gap', _DEFAULT.contact_gap, 'clearance the contact guard keeps beyond touching, mat units',
+          low=0.0, high=100.0, runtime=True),
 )
 SETTING_PARAMETERS = tuple(p.name for p in SETTING_PARAMS)
 
