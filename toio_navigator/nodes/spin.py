@@ -14,6 +14,7 @@ line, on stderr, prefixed with the node's name; no traceback). A supervisor read
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 from typing import Callable
@@ -28,6 +29,9 @@ try:    # rclpy's EventsExecutor is experimental in Jazzy and may be missing fro
     from rclpy.experimental import EventsExecutor
 except ImportError:
     EventsExecutor = None
+
+
+STOP_REPORT_S = 4.0
 
 
 def make_executor(context=None):
@@ -70,6 +74,9 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except ExternalShutdownException:
             pass
     finally:
+        # a stop should take well under a second; if this process is still alive after STOP_REPORT_S (a supervisor
+        # kills it at 5 s), every thread's stack goes to stderr, i.e. the node's log, to say where it hangs
+        faulthandler.dump_traceback_later(STOP_REPORT_S, exit=False)
         if spinner is not None:
             spinner.shutdown()          # no callback runs after this; the context is still valid
         if node is not None:
