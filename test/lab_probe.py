@@ -245,7 +245,8 @@ def main() -> int:
             executor.spin()
         except (ExternalShutdownException, KeyboardInterrupt):
             pass
-    threading.Thread(target=spin, daemon=True).start()
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
     print(json.dumps({'ok': True, 'started': args.name}), flush=True)
     try:
         for line in sys.stdin:
@@ -262,6 +263,7 @@ def main() -> int:
         pass
     finally:
         executor.shutdown(timeout_sec=1.0)
+        spinner.join(timeout=10.0)         # the context must outlive the spin loop (on a busy host it takes a while)
         probe.node.destroy_node()
         rclpy.try_shutdown()
     return 0
