@@ -38,10 +38,15 @@ install: $(ST)/msgs $(ST)/tf2_msgs $(ST)/pip
 $(V)/bin/python:
 	$(PYTHON) -m venv $(V)
 
-# --no-compile: pip would byte-compile all ~3800 modules one by one (9 s of the set-up on two cores); the pip step
-# below compiles them in parallel instead, once everything is installed
+# The ~210 pinned wheels go in with uv (itself pinned, from PyPI into the venv): pip unpacks them one by one, 29 s
+# on two cores; uv fetches and links them in parallel, 4 s with an empty cache (kept in the venv, like everything
+# else). Neither byte-compiles here: the
+# pip step below compiles everything in parallel, once everything is installed.
+UV_PIN := uv==0.13.9
+export UV_CACHE_DIR := $(V)/.cache/uv
 $(ST)/wheels: $(REQ) $(CON) | $(V)/bin/python
-	pip install -q --no-compile -r $(REQ) -c $(CON)
+	pip install -q $(UV_PIN)
+	uv pip install -q --python $(V)/bin/python -r $(REQ) -c $(CON)
 	@mkdir -p $(ST) && touch $@
 
 $(ST)/msgs: $(ST)/wheels $(MSG_INPUTS)

@@ -30,7 +30,7 @@ from toio_navigator.navigation.controller import STOP, SwarmController, stamp_se
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.markers import navigator_markers
 from toio_navigator.nodes.parameters import NodeParameters
-from toio_navigator.nodes.spin import make_executor, run_node
+from toio_navigator.nodes.spin import run_node
 from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.settings.navigator import PARAMS, navigator_config
 from toio_navigator.srv import GoalStatus, SetGoal
@@ -216,7 +216,7 @@ class NavigatorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """`ros2 run toio_navigator navigator [--ros-args ...]`. Exit 2 on bad parameters."""
-    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args, executor=make_executor)
+    return run_node('navigator', NavigatorNode, errors=(ValueError,), args=args)
 
 
 if __name__ == '__main__':

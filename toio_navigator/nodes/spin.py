@@ -35,19 +35,20 @@ STOP_REPORT_S = 4.0
 
 
 def make_executor(context=None):
-    """The executor of the navigator and of a --single bringup: rclpy's EventsExecutor where it exists (Jazzy:
+    """The executor of every node and of a --single bringup: rclpy's EventsExecutor where it exists (Jazzy:
     rclpy.experimental), whose dispatch is much cheaper than the SingleThreadedExecutor's wait-set rebuild (which
-    dominates the state -> command path at 10 cubes). TOIO_NAV_EXECUTOR=single selects the
-    SingleThreadedExecutor. Both run every callback inside spin_once, so nothing runs once the loop has left."""
+    dominates the state -> command path at 10 cubes, and took half the CPU of an 8-cube bringup's drivers and
+    simulator). TOIO_NAV_EXECUTOR=single selects the SingleThreadedExecutor. Both run every callback inside
+    spin_once, so nothing runs once the loop has left."""
     if EventsExecutor is not None and os.environ.get('TOIO_NAV_EXECUTOR', 'events') != 'single':
         return EventsExecutor(context=context)
     return SingleThreadedExecutor(context=context)
 
 
 def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseException], ...] = (ValueError,),
-             args: list[str] | None = None, executor: Callable[[], object] | None = None,
+             args: list[str] | None = None, executor: Callable[[], object] = make_executor,
              error_prefix: str = '') -> int:
-    """Run one node in its own executor (``executor()``; default a SingleThreadedExecutor) until a stop.
+    """Run one node in its own executor (``executor()``; default :func:`make_executor`'s) until a stop.
 
     ``factory()`` builds the node after rclpy.init; any of ``errors`` it raises is a bad configuration
     (``<name>: <error_prefix><error>`` on stderr, exit 2). The loop spins at most 0.1 s at a time, so a stop
@@ -66,7 +67,7 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except errors as exc:
             print(f'{name}: {error_prefix}{exc}', file=sys.stderr)
             return REFUSED
-        spinner = executor() if executor is not None else SingleThreadedExecutor()
+        spinner = executor()
         spinner.add_node(node)
         try:
             while not stop and rclpy.ok():
