@@ -40,8 +40,7 @@ $(V)/bin/python:
 
 # The ~210 pinned wheels go in with uv (itself pinned, from PyPI into the venv): pip unpacks them one by one, 29 s
 # on two cores; uv fetches and links them in parallel, 4 s with an empty cache (kept in the venv, like everything
-# else). Neither byte-compiles here: the
-# pip step below compiles everything in parallel, once everything is installed.
+# else). Nothing is byte-compiled here: the pip step below compiles everything in parallel, once it is installed.
 UV_PIN := uv==0.13.9
 export UV_CACHE_DIR := $(V)/.cache/uv
 $(ST)/wheels: $(REQ) $(CON) | $(V)/bin/python
