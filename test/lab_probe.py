@@ -123,10 +123,23 @@ class Probe:
             out.append(f.result() if f.done() else None)
         return out
 
-    def op_ready(self, timeout: float, navigator: bool = True, recorder: str = '', topics=()) -> dict:
+    def op_ready(self, timeout: float, navigator: bool = True, recorder: str = '', topics=(),
+                 stale_s: float = 0.0) -> dict:
+        """Every cube connected and on the mat; with ``navigator``, its services up and, with ``stale_s`` > 0 (a
+        watching probe), its last tick used a state of every cube no older than that: a goal for a cube the
+        navigator has not yet seen live (discovery across hosts of a busy machine can take seconds) would leave that
+        cube standing while the others drive."""
         def connected():
             states = [self.state(c) for c in self.cubes]
             return all(m is not None and m.on_mat and m.link_state == CubeState.LINK_CONNECTED for m in states)
+
+        def seen_live(cube: str) -> bool:
+            raw = self.results.get(cube)
+            r = None if raw is None else deserialize_message(raw, NavResult)
+            if r is None or r.state_link_state != CubeState.LINK_CONNECTED or r.state_stamp.sec == 0:
+                return False
+            age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
+            return age <= stale_s
 
         def recording():
             return all(any(i.node_name == recorder for i in self.node.get_subscriptions_info_by_topic(t))
@@ -135,6 +148,8 @@ class Probe:
         if navigator:
             checks.append(('navigator', lambda: self.set_goal.service_is_ready() and
                            self.goal_status.service_is_ready()))
+            if stale_s > 0.0:
+                checks.append(('the navigator to see every cube live', lambda: all(map(seen_live, self.cubes))))
         if recorder:
             checks.append(('recorder', recording))
         deadline = time.monotonic() + timeout

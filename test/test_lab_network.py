@@ -199,7 +199,7 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     foreign_a = ProbeClient(lab, 'a', other, ['cube1'], logs / 'a_foreign_probe.log', 'foreign_a')
     foreign_c = ProbeClient(lab, 'c', other, ['cube1'], logs / 'c_foreign_probe.log', 'foreign_c')
     foreign_a.need('publish', cube='cube1')
-    ready = laptop.need('ready', timeout=90.0)
+    ready = laptop.need('ready', timeout=90.0, stale_s=navigator_setting('stale_timeout_s'))
     homes = np.array([ready['poses'][c] for c in names])
 
     def send(targets, first_id: int, stagger: float = 0.0) -> dict:
