@@ -15,7 +15,8 @@ moments it pulled a cable or killed a host. Requests (``op``):
   goals        call navigator/set_goal for each of ``goals`` [[cube, goal_id, x, y], ...], ``stagger`` s apart
   status       navigator/goal_status of every cube
   wait_reached wait until each cube's NavResult shows its goal id of ``goal_ids`` reached (or ``timeout``)
-  wait_moving  wait until ``count`` cubes are ``distance`` mat units (ground truth) away from where they were
+  wait_moving  wait until ``count`` cubes are ``distance`` mat units (ground truth) away from where they were,
+               each still moving
   wait_still   wait until no cube has moved over the last ``seconds``
   truth        ground-truth samples [stamp, arrival, [[x, y, theta] per cube]] with stamps in [t0, t1]
   states       per cube, the arrival times of its CubeStates in [t0, t1]
@@ -192,17 +193,26 @@ class Probe:
         ok = self.wait(done, timeout, period=0.1)
         return {'ok': ok, 'reached': [c for c, g in goal_ids.items() if self._reached(c, g)], 'time': time.time()}
 
-    def op_wait_moving(self, distance: float, count: int, timeout: float) -> dict:
-        def latest():
-            with self.lock:
-                return self.truth[-1][2] if self.truth else None
-        if not self.wait(lambda: latest() is not None, timeout):
+    def op_wait_moving(self, distance: float, count: int, timeout: float, within: float = 0.5) -> dict:
+        """Wait until ``count`` cubes are ``distance`` mat units (ground truth) away from where they were at the
+        call and each has moved in the last ``within`` seconds (is being driven now, not a cube that already
+        arrived while others have not yet started)."""
+        with self.lock:
+            first = len(self.truth)
+        if not self.wait(lambda: len(self.truth) > first, timeout):
             return {'ok': False, 'error': 'no ground truth'}
-        start = latest()
+        with self.lock:
+            start = self.truth[first][2]
 
         def moved():
-            now = latest()
-            return sum(math.hypot(a[0] - b[0], a[1] - b[1]) >= distance for a, b in zip(now, start)) >= count
+            with self.lock:
+                now = self.truth[-1]
+                k = len(self.truth) - 1
+                while k > first and self.truth[k - 1][0] >= now[0] - within:
+                    k -= 1
+                recent = self.truth[k]
+            return sum(math.hypot(a[0] - b[0], a[1] - b[1]) >= distance and
+                       math.hypot(a[0] - c[0], a[1] - c[1]) > 5.0 for a, b, c in zip(now[2], start, recent[2])) >= count
         return {'ok': self.wait(moved, timeout), 'time': time.time()}
 
     def op_wait_still(self, seconds: float, timeout: float) -> dict:
