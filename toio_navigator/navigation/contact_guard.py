@@ -85,9 +85,8 @@ def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, lead: np.ndar
     closing = (closest < need) & (closest < dist - 1e-6)
     if not closing.any():
         return cap
-    # the room the running commands leave, shared with the other cube when it is driven in this tick too
+    # the room the running commands leave, shared when b's own new command closes in too (with a standing)
     left_over = np.hypot(*(standing[a] - standing[b]).transpose(2, 0, 1)).min(axis=1)
-    # b's own new command closes in too (with a standing still): then the two share the room
     both = np.hypot(*(standing[a] - planned[b]).transpose(2, 0, 1)).min(axis=1) < left_over - 1e-6
     share = np.where(both, 0.5, 1.0)
     allowed = np.maximum(left_over - need, 0.0) * share / ((run + WHEEL_COAST_S) * k)
