@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from toio_navigator.navigation.arcs import drive_arc
 from toio_navigator.navigation.planners.common import pairs_within
 
 #: a cube's wheels follow a command with a first-order lag of about 40 ms, so a cube told to stop rolls on for about
@@ -30,28 +31,16 @@ WHEEL_COAST_S = 0.05
 SAMPLES = 8
 
 
-def arc_points(x, y, th, left, right, seconds, k: float, track: float):
-    """Positions (..., 2) and headings after driving wheel speeds (motor units) for ``seconds`` (broadcast)."""
-    vl, vr = np.asarray(left, float) * k, np.asarray(right, float) * k
-    v, w = 0.5 * (vl + vr), (vl - vr) / track
-    turn = w * seconds
-    straight = np.abs(turn) < 1e-9
-    safe_w = np.where(straight, 1.0, w)
-    dx = np.where(straight, v * seconds * np.cos(th), v / safe_w * (np.sin(th + turn) - np.sin(th)))
-    dy = np.where(straight, v * seconds * np.sin(th), -v / safe_w * (np.cos(th + turn) - np.cos(th)))
-    return np.stack([x + dx, y + dy], axis=-1), th + turn
-
-
 def ways(pose: np.ndarray, old: np.ndarray, lead: np.ndarray, new: np.ndarray, run: np.ndarray, times: np.ndarray,
          k: float, track: float) -> np.ndarray:
     """(N, T, 2) positions at ``times`` (s from the readings): the old wheels (N, 2) for ``lead`` (N,), then the
     new wheels for ``run`` (N,) seconds, then standing."""
     x, y, th = (pose[:, i][:, None] for i in range(3))
     t_old = np.minimum(times[None, :], lead[:, None])
-    p_old, th_old = arc_points(x, y, th, old[:, :1], old[:, 1:], t_old, k, track)
-    p_lead, th_lead = arc_points(pose[:, 0], pose[:, 1], pose[:, 2], old[:, 0], old[:, 1], lead, k, track)
+    p_old = np.stack(drive_arc(x, y, th, old[:, :1], old[:, 1:], t_old, k, track)[:2], axis=-1)
+    x1, y1, th1 = drive_arc(x, y, th, old[:, :1], old[:, 1:], lead[:, None], k, track)     # where the new one starts
     t_new = np.clip(times[None, :] - lead[:, None], 0.0, run[:, None])
-    p_new, _ = arc_points(p_lead[:, :1], p_lead[:, 1:], th_lead[:, None], new[:, :1], new[:, 1:], t_new, k, track)
+    p_new = np.stack(drive_arc(x1, y1, th1, new[:, :1], new[:, 1:], t_new, k, track)[:2], axis=-1)
     return np.where((times[None, :] <= lead[:, None])[..., None], p_old, p_new)
 
 

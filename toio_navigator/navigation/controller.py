@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from toio_navigator.navigation.arcs import drive_arc
 from toio_navigator.navigation.contact_guard import guard_caps
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
@@ -222,18 +223,11 @@ def predict_pose(x, y, th, left, right, active_s, horizon, k: float, track: floa
 
     The controller's latency-aware prediction (a deliberate difference from CubeHandle.predict, §4.2, which
     replays a command history with an acceleration ramp per cube): the horizon is the command lag plus the age
-    of the state at the tick, so a late reading is predicted further. Constant wheel speeds drive an exact arc,
-    so no time stepping is needed and all cubes go at once."""
+    of the state at the tick, so a late reading is predicted further (:func:`drive_arc`: all cubes at once)."""
     x, y, th = (np.array(v, dtype=float) for v in (x, y, th))
-    vl, vr = np.asarray(left, float) * k, np.asarray(right, float) * k
     tau = np.minimum(np.broadcast_to(np.asarray(horizon, dtype=float), x.shape), np.maximum(active_s, 0.0))
-    v, w = 0.5 * (vl + vr), (vl - vr) / track
-    turn = w * tau
-    straight = np.abs(turn) < 1e-9
-    safe_w = np.where(straight, 1.0, w)
-    dx = np.where(straight, v * tau * np.cos(th), v / safe_w * (np.sin(th + turn) - np.sin(th)))
-    dy = np.where(straight, v * tau * np.sin(th), -v / safe_w * (np.cos(th + turn) - np.cos(th)))
-    return x + dx, y + dy, _wrap(th + turn)
+    x1, y1, th1 = drive_arc(x, y, th, left, right, tau, k, track)
+    return x1, y1, _wrap(th1)
 
 
 def border_outward_stop(translate, x_pred, y_pred, rad_pred, hp: CubeHandleParams):
