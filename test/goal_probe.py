@@ -18,6 +18,17 @@ from toio_navigator.launching.supervisor import Children
 from toio_navigator.msg import CubeState
 
 
+def navigator_used_fresh_state(result, stale_s: float) -> bool:
+    """A NavResult (or None) says its tick used a state of its cube over a connected link no older than
+    ``stale_s``: the navigator counts the cube as live. A goal for a cube it has not yet seen live (discovery on a
+    busy machine can take seconds) counts as stale from the start."""
+    if result is None or result.state_link_state != CubeState.LINK_CONNECTED or result.state_stamp.sec == 0:
+        return False
+    age = (result.header.stamp.sec - result.state_stamp.sec) + \
+        (result.header.stamp.nanosec - result.state_stamp.nanosec) * 1e-9
+    return age <= stale_s
+
+
 class Probe:
     """A node in this process on DDS domain ``domain`` (rclpy must be importable), watching ``children``."""
 

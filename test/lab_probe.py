@@ -41,6 +41,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 
+from goal_probe import navigator_used_fresh_state
 from toio_navigator.msg import ContactEvent, CubeState, NavGoal, NavResult
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import quaternion_to_yaw, ros_to_mat_xy, ros_to_mat_yaw
@@ -136,11 +137,7 @@ class Probe:
 
         def seen_live(cube: str) -> bool:
             raw = self.results.get(cube)
-            r = None if raw is None else deserialize_message(raw, NavResult)
-            if r is None or r.state_link_state != CubeState.LINK_CONNECTED or r.state_stamp.sec == 0:
-                return False
-            age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
-            return age <= stale_s
+            return navigator_used_fresh_state(None if raw is None else deserialize_message(raw, NavResult), stale_s)
 
         def recording():
             return all(any(i.node_name == recorder for i in self.node.get_subscriptions_info_by_topic(t))

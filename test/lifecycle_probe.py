@@ -18,6 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 from conftest import navigator_setting
+from goal_probe import navigator_used_fresh_state
 from toio_navigator.cube import protocol as p
 from toio_navigator.launching import profiles
 from toio_navigator.msg import BleFrame, CubeState, NavGoal, NavResult
@@ -162,11 +163,7 @@ class Probe:
     def navigator_saw_live(self, cube: str) -> bool:
         """The navigator's last tick had a fresh state of ``cube`` over a connected link: the navigator counts it
         as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""
-        r = self.results.get(cube)
-        if r is None or r.state_link_state != self.CubeState.LINK_CONNECTED:
-            return False
-        age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
-        return r.state_stamp.sec > 0 and age <= self.stale_timeout_s
+        return navigator_used_fresh_state(self.results.get(cube), self.stale_timeout_s)
 
     def swap(self) -> None:
         """Send every cube to the mirror of its position through the mat centre."""

@@ -25,9 +25,9 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 
 from conftest import navigator_setting, next_domain_id, ros_env  # noqa: E402
-from goal_probe import start_bringup  # noqa: E402
+from goal_probe import navigator_used_fresh_state, start_bringup  # noqa: E402
 from toio_navigator import units  # noqa: E402
-from toio_navigator.msg import CubeState, NavResult  # noqa: E402
+from toio_navigator.msg import NavResult  # noqa: E402
 
 NavigateToPose = action.NavigateToPose
 CUBES = ['cube1', 'cube2']
@@ -51,18 +51,13 @@ class Sim:
         self.results: dict[str, NavResult] = {}
         for c in CUBES:
             node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: self.results.__setitem__(c, m), 10)
-        # a goal for a cube the navigator has not yet seen live would count as stale from the start (on a busy
-        # machine discovery can take seconds), so the bringup is ready once the navigator uses fresh states
+        # the bringup is ready once the navigator uses fresh states of both cubes (navigator_used_fresh_state)
         self.probe.spin_until(lambda: len(self.truth) == len(CUBES) and self.client.server_is_ready() and
                               self.goal_pose.get_subscription_count() > 0 and all(map(self._seen_live, CUBES)),
                               90.0, 'the bringup')
 
     def _seen_live(self, cube: str) -> bool:
-        r = self.results.get(cube)
-        if r is None or r.state_link_state != CubeState.LINK_CONNECTED or r.state_stamp.sec == 0:
-            return False
-        age = (r.header.stamp.sec - r.state_stamp.sec) + (r.header.stamp.nanosec - r.state_stamp.nanosec) * 1e-9
-        return age <= navigator_setting('stale_timeout_s')
+        return navigator_used_fresh_state(self.results.get(cube), navigator_setting('stale_timeout_s'))
 
     def _on_truth(self, msg) -> None:
         for cube, p in zip(CUBES, msg.poses):
