@@ -46,9 +46,8 @@ def make_executor(context=None):
 
 
 def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseException], ...] = (ValueError,),
-             args: list[str] | None = None, executor: Callable[[], object] = make_executor,
-             error_prefix: str = '') -> int:
-    """Run one node in its own executor (``executor()``; default :func:`make_executor`'s) until a stop.
+             args: list[str] | None = None, error_prefix: str = '') -> int:
+    """Run one node on an executor of its own (:func:`make_executor`'s) until a stop.
 
     ``factory()`` builds the node after rclpy.init; any of ``errors`` it raises is a bad configuration
     (``<name>: <error_prefix><error>`` on stderr, exit 2). The loop spins at most 0.1 s at a time, so a stop
@@ -67,7 +66,7 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except errors as exc:
             print(f'{name}: {error_prefix}{exc}', file=sys.stderr)
             return REFUSED
-        spinner = executor()
+        spinner = make_executor()
         spinner.add_node(node)
         try:
             while not stop and rclpy.ok():
