@@ -456,8 +456,11 @@ class SwarmController:
         speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
         left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
                                    s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
-        for _ in range(GUARD_PASSES if s.contact_guard and not coordinating else 0):
-            guarded = self._guard(now, pos, th, speed, np.column_stack([left, right]), seen, ok, active & ~reached)
+        lead = self._command_lead(now, seen, ok) if s.contact_guard and not coordinating else None
+        for _ in range(GUARD_PASSES if lead is not None else 0):
+            guarded = guard_caps(np.column_stack([pos, th]), speed, self.last_cmd, lead, np.column_stack([left, right]),
+                                 active & ~reached, s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0,
+                                 s.contact_gap, hp.k, hp.wheel_track, float(hp.dead_zone))
             if not (guarded < speed).any():
                 break
             speed = guarded
@@ -486,18 +489,15 @@ class SwarmController:
         self.last_collision = collision
         return out
 
-    def _guard(self, now, pos, th, speed, wheels, seen, ok, movers):
-        """The contact guard's speed caps, on its own motion model (on the safe side of the planner's): a command
-        takes effect ``lag`` after it is sent and drives for its duration from then, so a cube whose last command
-        ran out on the navigator's clock may still be driving it (the planner's entity velocities leave such a
-        cube at rest, as the reference does)."""
-        s, hp = self.settings, self.handle
-        until = self.last_cmd_until + hp.lag                        # when the last command stops driving
-        # the last command drives the cube from its reading until the new one takes effect (or it runs out)
-        lead = np.where(ok, np.clip(np.minimum(now + hp.lag, until) - np.where(seen, self.stamp, now), 0.0, 1.0), 0.0)
-        return guard_caps(np.column_stack([pos, th]), speed, self.last_cmd, lead, wheels, movers,
-                          s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0, s.contact_gap, hp.k,
-                          hp.wheel_track, float(hp.dead_zone))
+    def _command_lead(self, now: float, seen: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """For the contact guard, on its own motion model (on the safe side of the planner's): how long each cube's
+        last command still drives it from its reading. A command takes effect ``lag`` after it is sent and drives
+        for its duration from then, so a cube whose last command ran out on the navigator's clock may still be
+        driving it (the planner's entity velocities leave such a cube at rest, as the reference does); the new
+        command takes over ``lag`` after this tick."""
+        until = self.last_cmd_until + self.handle.lag                # when the last command stops driving
+        return np.where(ok, np.clip(np.minimum(now + self.handle.lag, until) - np.where(seen, self.stamp, now),
+                                    0.0, 1.0), 0.0)
 
     def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
         """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command
