@@ -116,3 +116,17 @@ def test_a_ble_driver_must_be_told_which_cube_to_drive():
     assert ble(ble_name='*').ble_name == '*'
     assert ble(ble_address='5E:00:00:00:00:01').ble_address == '5E:00:00:00:00:01'
     assert DriverConfig.from_values({'transport': 'sim'}, '/cube1').ble_name == ''       # the simulator needs none
+
+
+def test_a_cube_not_found_by_its_id_says_which_cubes_the_scan_heard(monkeypatch):
+    """The usual causes, a wrong id or a cube still connected to something else, show in the error itself."""
+    radio = Radio([('5E:00:00:00:00:01', 'toio-a1B'), ('5E:00:00:00:00:02', 'toio-c3D')],
+                  connected=('5E:00:00:00:00:02',))
+    monkeypatch.setattr(ble_transport, 'bleak_scanner_factory', radio.factory)
+    with pytest.raises(TransportError) as failed:
+        asyncio.run(open_ble_transport(ble(ble_name='c3d'), '/cube1/cube_driver'))
+    assert str(failed.value) == ("no toio cube advertising with 'c3d' in its name within 0.1 s (heard toio-a1B "
+                                 "(5E:00:00:00:00:01), toio-c3D (5E:00:00:00:00:02, connected))")
+    monkeypatch.setattr(ble_transport, 'bleak_scanner_factory', Radio([]).factory)
+    with pytest.raises(TransportError, match=r"within 0.1 s \(heard no toio cube at all\)$"):
+        asyncio.run(open_ble_transport(ble(ble_name='c3d'), '/cube1/cube_driver'))

@@ -40,15 +40,24 @@ async def open_ble_transport(cfg: DriverConfig, holder: str) -> FoundLink:
                                  'another driver holds, or that is connected, does not count)')
         target, rssi, held = found[0].device, found[0].rssi, claims[0]
     else:
+        heard: dict[str, tuple[str, bool]] = {}
         found = await ble_transport.scan(names=[cfg.ble_name], count=1, timeout_s=cfg.ble_scan_timeout_s,
-                                         adapter=adapter)
+                                         adapter=adapter, heard=heard)
         if not found:
             raise TransportError(f'no toio cube advertising with {cfg.ble_name!r} in its name within '
-                                 f'{cfg.ble_scan_timeout_s} s')
+                                 f'{cfg.ble_scan_timeout_s} s ({_heard(heard)})')
         target, rssi = found[0].device, found[0].rssi
         held = _claim(found[0].address, adapter, holder, found[0].name)
     transport = ble_transport.BleTransport(target, adapter=adapter, backoff=cfg.backoff, io_timeout_s=cfg.io_timeout_s)
     return FoundLink(transport, rssi, held.release)
+
+
+def _heard(heard: dict[str, tuple[str, bool]]) -> str:
+    """What a scan that found nothing heard, for its error message."""
+    if not heard:
+        return 'heard no toio cube at all'
+    return 'heard ' + ', '.join(f'{name or "?"} ({address}{", connected" if connected else ""})'
+                                for address, (name, connected) in sorted(heard.items()))
 
 
 def _claim(address: str, adapter: str | None, holder: str, name: str = '') -> ble_claims.CubeClaim:

@@ -301,14 +301,17 @@ def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
 
 async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), count: int | None = None,
                timeout_s: float = 5.0, scanner_factory: ScannerFactory | None = None,
-               adapter: str | None = None, accept: Callable[[FoundCube], bool] | None = None) -> list[FoundCube]:
+               adapter: str | None = None, accept: Callable[[FoundCube], bool] | None = None,
+               heard: dict[str, tuple[str, bool]] | None = None) -> list[FoundCube]:
     """Find cubes advertising the toio service.
 
     Stops as soon as every wanted name id / address was seen, or ``count`` cubes were found; otherwise after
     ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout. A cube that
     BlueZ reports connected (to anyone) is not a candidate: a connected cube does not advertise, BlueZ only
     announces its device again. ``accept(cube)`` may turn down a wanted cube (e.g. one another driver holds); it
-    is asked once per cube, in the order they are seen, until the scan is complete.
+    is asked once per cube, in the order they are seen, until the scan is complete. ``heard``, if given, gets
+    every toio cube BlueZ announced during the scan, wanted or not: address -> (its name, whether BlueZ reports it
+    connected), what a driver that found nothing can tell its user.
     Raises TransportError if the scanner cannot start (no adapter, Bluetooth off).
     """
     if timeout_s <= 0:
@@ -336,10 +339,15 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
 
     def on_detect(device: Any, advertisement: Any) -> None:
         uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
-        if done.is_set() or SERVICE_UUID not in uuids or bluez_connected(advertisement):
+        if done.is_set() or SERVICE_UUID not in uuids:
             return
         name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
         address = str(getattr(device, 'address', ''))
+        connected = bluez_connected(advertisement)
+        if heard is not None:
+            heard[address] = (name, connected)
+        if connected:
+            return
         if BAD_STATE_NAME in name:
             _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
             return
