@@ -15,6 +15,11 @@ Three things BlueZ asks of its clients that bleak leaves to us:
 * bleak notices a dead D-Bus, not a BlueZ that crashed or restarted while the bus lives on: its clients would
   keep reporting a link that is gone. :class:`BluezWatch` follows the owner of ``org.bluez`` on the system bus
   and tells every transport of the loop when BlueZ leaves (the link is lost) or comes back (retry now).
+* bleak (3.1) can lose a device for good: when BlueZ adds it just as bleak's D-Bus connection starts, bleak
+  handles its InterfacesAdded and then replaces its whole cache with the GetManagedObjects reply made before
+  the device existed, and it drops every later advert of a device it does not know. A scan that misses a
+  wanted cube therefore asks BlueZ to remove that cube's device if BlueZ has it, not connected and not paired
+  (:func:`forget_unheard`): its next advert adds it again, and bleak hears that one.
 """
 from __future__ import annotations
 
@@ -375,7 +380,52 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
                 await asyncio.wait_for(scanner.stop(), timeout_s)
             except Exception as exc:
                 _log.debug('stopping the scan failed: %s', exc)
+    if not done.is_set() and scanner_factory is None and sys.platform.startswith('linux'):
+        # bleak's own scanner missed a wanted cube: it may be one bleak lost (module docstring)
+        await forget_unheard(lambda address, name: wanted(address, name) and address not in found
+                             and address not in turned_down, adapter, timeout_s)
     return list(found.values())
+
+
+async def forget_unheard(wanted: Callable[[str, str], bool], adapter: str | None, timeout_s: float) -> list[str]:
+    """Remove from BlueZ the toio cubes it knows, not connected and not paired, that ``wanted(address, name)``,
+    so that their next advert adds them again (module docstring). Returns the addresses removed; nothing when the
+    system bus or BlueZ cannot be reached."""
+    # dbus-fast is imported here, not at the top: the simulator and the tests of this module run without it
+    from dbus_fast import BusType, Message, MessageType  # noqa: PLC0415 (see above)
+    from dbus_fast.aio import MessageBus  # noqa: PLC0415 (see above)
+    removed: list[str] = []
+    try:
+        bus = await asyncio.wait_for(MessageBus(bus_type=BusType.SYSTEM).connect(), timeout_s)
+    except Exception as exc:
+        _log.debug('not looking for lost cubes: no system bus (%s)', exc)
+        return removed
+    try:
+        reply = await asyncio.wait_for(bus.call(Message(
+            destination='org.bluez', path='/', interface='org.freedesktop.DBus.ObjectManager',
+            member='GetManagedObjects')), timeout_s)
+        if reply.message_type is not MessageType.METHOD_RETURN:
+            return removed
+        for path, interfaces in reply.body[0].items():
+            device = {k: v.value for k, v in interfaces.get('org.bluez.Device1', {}).items()}
+            uuids = [u.lower() for u in device.get('UUIDs', [])]
+            address, name = str(device.get('Address', '')), str(device.get('Name', device.get('Alias', '')))
+            owner = str(device.get('Adapter', ''))
+            if not device or SERVICE_UUID not in uuids or device.get('Connected') or device.get('Paired') \
+                    or (adapter and not owner.endswith('/' + adapter)) or not wanted(address, name):
+                continue
+            answer = await asyncio.wait_for(bus.call(Message(
+                destination='org.bluez', path=owner, interface='org.bluez.Adapter1', member='RemoveDevice',
+                signature='o', body=[path])), timeout_s)
+            if answer.message_type is MessageType.METHOD_RETURN:
+                _log.info('cube %s (%s) was known to BlueZ but not heard: removed it, its next advert counts',
+                          name, address)
+                removed.append(address)
+    except Exception as exc:
+        _log.debug('looking for lost cubes failed: %s', exc)
+    finally:
+        bus.disconnect()
+    return removed
 
 
 def bluez_connected(advertisement: Any) -> bool:
