@@ -127,7 +127,7 @@ def test_a_connection_interval_whose_minimum_exceeds_its_maximum_is_refused(host
 def test_a_cube_bleak_lost_while_it_started_is_found_by_the_next_scan(host):
     """BlueZ adds cube b0a's device right after it answered GetManagedObjects to a bleak that is starting: bleak
     handles the InterfacesAdded, then replaces its cache with the older answer, and ignores the cube's adverts
-    from then on (in about two runs of three here the first scan misses it). A driver scans again in the same
+    from then on (here the first scan misses it in most runs). A driver scans again in the same
     loop; by then the missed cube's device was removed from BlueZ, and its next advert added it afresh."""
     link = host.bluez.links[1]
     armed = [True]

@@ -4,7 +4,7 @@ bleak is imported lazily, and the client and scanner are injected through factor
 (routing, reconnect with backoff, re-sent settings, early-exit scanning) runs in tests without an adapter; the
 real bleak calls run in tests against the virtual BlueZ (``toio_navigator.sim.bluez``).
 
-Three things BlueZ asks of its clients that bleak leaves to us:
+Four things BlueZ asks of its clients that bleak leaves to us:
 
 * one discovery per D-Bus client: bleak shares one D-Bus connection per asyncio loop, so two scans at once in
   one process make BlueZ answer the second with "InProgress". :func:`scan` therefore runs one scan at a time
@@ -380,8 +380,10 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
                 await asyncio.wait_for(scanner.stop(), timeout_s)
             except Exception as exc:
                 _log.debug('stopping the scan failed: %s', exc)
-    if not done.is_set() and scanner_factory is None and sys.platform.startswith('linux'):
-        # bleak's own scanner missed a wanted cube: it may be one bleak lost (module docstring)
+    looked_for = bool(wanted_names or wanted_addresses) or count is not None
+    if looked_for and not done.is_set() and scanner_factory is None and sys.platform.startswith('linux'):
+        # bleak's own scanner missed a wanted cube: it may be one bleak lost (module docstring); a scan that only
+        # lists what advertises wanted nothing in particular and leaves BlueZ alone
         await forget_unheard(lambda address, name: wanted(address, name) and address not in found
                              and address not in turned_down, adapter, timeout_s)
     return list(found.values())
