@@ -17,7 +17,7 @@ from toio_navigator.bench.trial.runner import run_trial
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.coordination import lacam, schedule
 from toio_navigator.navigation.coordination.execution import Execution
-from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph
+from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph, segment_gap
 from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
 
@@ -122,12 +122,9 @@ def test_a_swap_in_a_one_lane_corridor_gets_a_complete_plan_whose_steps_are_all_
                     assert rank[i] < rank[k]
 
 
-def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
-    graph, start = corridor_graph()
-    plan = lacam.search(graph, start, np.random.default_rng(0), 3000)
-    sch = schedule.build(graph, plan)
-    assert sch.overlaps == 0
-    # waits between (cube, segment): on the segment before, and on the segment a gate names
+def has_cycle_of_waits(sch: schedule.Schedule) -> bool:
+    """Do the waits between (cube, segment) form a cycle: on the segment before, and on the segment a gate
+    names?"""
     edges: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for i in range(sch.n):
         for m in range(1, len(sch.arcs[i])):
@@ -144,8 +141,59 @@ def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
                 return True
         state[node] = 2
         return False
-    assert not any(state.get(node) is None and cyclic(node) for node in list(edges))
+    return any(state.get(node) is None and cyclic(node) for node in list(edges))
+
+
+def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
+    graph, start = corridor_graph()
+    plan = lacam.search(graph, start, np.random.default_rng(0), 3000)
+    sch = schedule.build(graph, plan)
+    assert sch.overlaps == 0
+    assert not has_cycle_of_waits(sch)
     assert sum(len(g) for gates in sch.gates for g in gates) > 0      # the two cubes do wait for each other
+
+
+def crowd_graph(seed: int) -> tuple[CoordinationGraph, list[int]]:
+    """20 cubes placed at random on a 400-unit square, each going to another's start (real-cube spacing)."""
+    rng = np.random.default_rng(seed)
+    lat = Lattice.build((40.0, 40.0, 460.0, 460.0), 46.0 / ROW, np.zeros((0, 5)), R + 7.0)
+    picks = rng.choice(lat.size, 40, replace=False)
+    starts, goals = lat.points[picks[:20]] + rng.uniform(-3, 3, (20, 2)), lat.points[picks[20:]]
+    graph = CoordinationGraph(lat, starts, goals, 46.0)
+    return graph, [graph.V + graph.N + i for i in range(graph.N)]
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_straightened_paths_skip_corners_yet_keep_every_conflict_in_order(seed):
+    graph, start = crowd_graph(seed)
+    plan = lacam.without_detours(graph, lacam.search(graph, start, np.random.default_rng(seed), 3000))
+    assert plan.complete
+    zigzag, straight = schedule.build(graph, plan), schedule.build(graph, plan, straight=True)
+    assert straight.overlaps == 0 and not has_cycle_of_waits(straight)
+    # fewer corners in all, every cube from its start to the same end, never a longer way
+    assert sum(len(p) for p in straight.paths) < sum(len(p) for p in zigzag.paths)
+    for a, b, arc_a, arc_b in zip(zigzag.paths, straight.paths, zigzag.arcs, straight.arcs):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[-1], b[-1]) and arc_b[-1] <= arc_a[-1] + 1e-9
+    # wherever two straightened ways come within the pair distance, one of the two cubes waits for the other
+    for i in range(straight.n):
+        for j in range(i + 1, straight.n):
+            for m in range(1, len(straight.paths[i])):
+                for k in range(1, len(straight.paths[j])):
+                    gap = segment_gap(*straight.paths[i][m - 1:m + 1], *straight.paths[j][k - 1:k + 1])
+                    if gap < 46.0 - 1e-3 and not (m == 1 and k == 1):
+                        waits = any(g[0] == j for g in straight.gates[i][m]) or \
+                            any(g[0] == i for g in straight.gates[j][k]) or \
+                            any(g[0] == j for g in straight.gates[i][m - 1]) or \
+                            any(g[0] == i for g in straight.gates[j][k - 1])
+                        assert waits, (i, m, j, k, gap)
+
+
+def test_a_single_cube_drives_straight_to_its_goal_instead_of_along_the_lattice():
+    sc = scenario('single', [[100, 250]], [[400, 250]], time_limit=10.0)
+    record = run_trial(sc, 'coordinated', BLE, seed=0).record
+    # 300 u at 165 u/s is 1.8 s; along the lattice's zigzag it took 5.3 s (a stop at every corner)
+    assert record['success_collision_free'] and record['makespan'] < 2.8, record['makespan']
+    assert record['path_length_ratio_max'] < 1.05
 
 
 def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on():

@@ -256,9 +256,33 @@ class CoordinationGraph:
         self._cache[key] = out
         return out
 
-    def items_conflict(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[bool, float]:
+    def relaxed_distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """The distance the way a (u, x) of one cube and b of another must keep (less than D between two starts
+        or two goals that lie closer)."""
+        return self._relaxed(a, b)
+
+    def straight_ok(self, a: int, b: int) -> bool:
+        """May a cube drive straight from vertex a to vertex b: as far from the walls as the lattice keeps (or
+        as its ends are, if closer) and clear of the static obstacles?"""
+        pa, pb = self.points[a], self.points[b]
+        lat = self.lattice
+        if len(lat.walls):
+            ends = float(wall_gap(np.vstack([pa, pb]), lat.walls).min()) - 0.5
+            if segments_gap(pa[None], pb[None], lat.walls, lat.spacing / 6.0)[0] < min(lat.clearance, ends):
+                return False
+        first_start = self.V + self.N
+        for c, r in zip(self.obstacles.tolist(), self.obstacle_reach):
+            need = r
+            for x, px in ((a, pa), (b, pb)):
+                if x >= first_start:            # a start: never closer than now
+                    need = min(need, math.hypot(px[0] - c[0], px[1] - c[1]) - EPS)
+            if segment_gap(pa, pb, c, c) < need:
+                return False
+        return True
+
+    def items_conflict(self, a: tuple[int, int], b: tuple[int, int], exact: bool = False) -> tuple[bool, float]:
         """Do the way a (u, x) of one cube and b of another conflict, and the distance they must keep."""
         v = self.V
-        if a[0] < v and a[1] < v and b[0] < v and b[1] < v:
-            return bool(set(a) & set(b)), self.D
+        if not exact and a[0] < v and a[1] < v and b[0] < v and b[1] < v:
+            return bool(set(a) & set(b)), self.D      # lattice edges (exact: any two vertices, by geometry)
         return self._conflict(a, b), self._relaxed(a, b)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toio_navigator.navigation.coordination import straighten
 from toio_navigator.navigation.coordination.graph import CoordinationGraph
 from toio_navigator.navigation.coordination.lacam import Plan
 from toio_navigator.navigation.planners.common import pairs_within
@@ -53,9 +54,11 @@ class _Item:
     start: int          # step it begins (a move: the step; standing: the step the cube arrived)
     end: float          # step it ends (a move: start + 1; standing: the step the cube leaves, inf at the end)
     rank: int           # a move: its rank in its step
+    long: bool = False  # a straight move across several steps (straightened: skips vertices of the plan)
 
 
-def build(graph: CoordinationGraph, plan: Plan) -> Schedule:
+def build(graph: CoordinationGraph, plan: Plan, straight: bool = False) -> Schedule:
+    """The schedule of a plan; ``straight``: on straightened paths (``straighten``), else vertex by vertex."""
     configs = plan.configs
     n = len(configs[0])
     steps = len(configs) - 1
@@ -68,24 +71,30 @@ def build(graph: CoordinationGraph, plan: Plan) -> Schedule:
                 ts.append(t)
         vertices.append(vs)
         moves.append(ts)
-    paths = [graph.points[np.array(vs)] for vs in vertices]
-    arcs = [np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(p, axis=0).T))]) for p in paths]
+    timing = [straighten.times(ts, len(vs)) for vs, ts in zip(vertices, moves)]
+    if straight:
+        keys = straighten.keypoints(graph, vertices, [a for a, _l in timing], [lv for _a, lv in timing])
+    else:
+        keys = [list(range(len(vs))) for vs in vertices]
     items: list[_Item] = []
     for i in range(n):
-        vs, ts = vertices[i], moves[i]
-        for m in range(len(vs)):
-            arrived = 0 if m == 0 else ts[m - 1] + 1
-            leaves = ts[m] if m < len(ts) else math.inf
-            items.append(_Item(i, m, vs[m], vs[m], arrived, leaves, 0))
-            if m >= 1:
-                t = ts[m - 1]
-                items.append(_Item(i, m, vs[m - 1], vs[m], t, t + 1, plan.ranks[t][i]))
+        vs, (arrive, leave) = vertices[i], timing[i]
+        for q, k in enumerate(keys[i]):
+            items.append(_Item(i, q, vs[k], vs[k], int(arrive[k]), leave[k], 0))
+            if q >= 1:
+                before = keys[i][q - 1]
+                t = int(leave[before])
+                long = k > before + 1
+                items.append(_Item(i, q, vs[before], vs[k], t, arrive[k], 0 if long else plan.ranks[t][i], long))
+    vertices = [[vs[k] for k in ks] for vs, ks in zip(vertices, keys)]
+    paths = [graph.points[np.array(vs)] for vs in vertices]
+    arcs = [np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(p, axis=0).T))]) for p in paths]
     gates: list[list[list[Gate]]] = [[[] for _ in vs] for vs in vertices]
     overlaps = 0
     merged: dict[tuple[int, int, int, float], float] = {}   # one gate per (cube, segment, cube, distance)
     for x, y in _close_pairs(graph, items):
         first, later, overlap = _order(x, y)
-        hit, distance = graph.items_conflict((first.a, first.b), (later.a, later.b))
+        hit, distance = graph.items_conflict((first.a, first.b), (later.a, later.b), exact=x.long or y.long)
         if not hit:
             continue
         overlaps += overlap
@@ -102,7 +111,7 @@ def build(graph: CoordinationGraph, plan: Plan) -> Schedule:
 def _order(x: _Item, y: _Item) -> tuple[_Item, _Item, bool]:
     """(the item that comes first, the other, whether they overlap in time: two items the plan must keep
     apart)."""
-    both_move = x.a != x.b and y.a != y.b
+    both_move = x.a != x.b and y.a != y.b and not (x.long or y.long)
     if both_move and x.start == y.start:                        # two moves of one step: their ranks
         return (x, y, False) if x.rank < y.rank else (y, x, False)
     if x.end <= y.start:
@@ -117,13 +126,25 @@ def _close_pairs(graph: CoordinationGraph, items: list[_Item]):
     pts = graph.points
     a = pts[[it.a for it in items]]
     b = pts[[it.b for it in items]]
-    mid = 0.5 * (a + b)
-    half = 0.5 * np.hypot(*(b - a).T)
+    long = np.array([it.long for it in items], bool)
+    short = np.nonzero(~long)[0]
+    mid = 0.5 * (a[short] + b[short])
+    half = 0.5 * np.hypot(*(b[short] - a[short]).T)
     reach = 2.0 * float(half.max(initial=0.0)) + graph.D + 1.0
     q, p, d = pairs_within(mid, reach)
     keep = (q < p) & (d < half[q] + half[p] + graph.D + 1.0)
-    for k, m in zip(q[keep].tolist(), p[keep].tolist()):
+    for k, m in zip(short[q[keep]].tolist(), short[p[keep]].tolist()):
         if items[k].cube != items[m].cube:
+            yield items[k], items[m]
+    # a straightened move can be long: compared with every item (each pair of two long ones once)
+    cube = np.array([it.cube for it in items])
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    for k in np.nonzero(long)[0].tolist():
+        reach = graph.D + 1.0
+        rows = np.nonzero((cube != items[k].cube) & (~long | (np.arange(len(items)) > k))
+                          & np.all(low < high[k] + reach, axis=1) & np.all(high > low[k] - reach, axis=1))[0]
+        near = straighten.segment_gaps(a[k], b[k], a[rows], b[rows]) < reach
+        for m in rows[near].tolist():
             yield items[k], items[m]
 
 

@@ -85,6 +85,7 @@ class CoordinatedParams:
     estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
     pbs_limit: int = 300          # steps of one cube's path in that search
     goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
+    straight: bool = True         # paths straightened where the plan's order allows (fewer corners and turns)
 
 
 class CoordinatedPlanner:
@@ -252,13 +253,14 @@ class CoordinatedPlanner:
         speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
             float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
 
-        def cost(candidate):
+        options = []
+        for candidate in plans:
             candidate = lacam.without_detours(graph, candidate)
-            return (not candidate.complete, schedule.duration(schedule.build(graph, candidate), speed, turn, wait))
-        plan = min(plans, key=cost)
-        plan = lacam.without_detours(graph, plan)
+            sch = schedule.build(graph, candidate, p.straight)
+            options.append((not candidate.complete, schedule.duration(sch, speed, turn, wait), sch, candidate))
+        _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
         self.graph, self.plan, self.agents, self.key = graph, plan, idx, key
-        self.execution = Execution(schedule.build(graph, plan), p.release if closed else 1e-9,
+        self.execution = Execution(sch, p.release if closed else 1e-9,
                                    p.stray if closed else 0.0)
         self.replan = False
         self.planned_at = self.clock

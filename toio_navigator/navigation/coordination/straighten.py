@@ -1,0 +1,116 @@
+"""Straighter ways: a lattice path zigzags, and a real cube slows down at every corner and turns on the spot.
+
+A cube's way on the lattice runs from vertex to vertex, so a cube that could drive straight to its goal makes a
+turn at every row it crosses. Here each path keeps only some of its vertices (*keypoints*) and runs straight
+between them, wherever that changes no order the plan sets: a straight segment from keypoint k to vertex m is
+one move that the cube begins when the plan has it leave k and ends when the plan has it reach m. It is taken
+only if it keeps the walls' clearance and static obstacles' distance, and if every item of another cube that it
+would conflict with (come closer to than the pair distance) lies wholly before or wholly after it in the plan.
+Conflicting items then keep a strict order in time, so the schedule built on the straightened paths has no cycle
+of waits either (docs/planners.md).
+
+Greedy, cube after cube, each segment as long as it can be: the cubes straightened first see the lattice items of
+the others, the later ones the straightened items of the earlier.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from toio_navigator.navigation.coordination.geometry import point_segment_distance
+from toio_navigator.navigation.coordination.graph import EPS, CoordinationGraph
+
+
+def segment_gaps(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least distance between the segment [p, q] and each segment [a, b] (M, 2) (a point is a == b)."""
+    d = np.minimum(np.minimum(point_segment_distance(p[None], a, b), point_segment_distance(q[None], a, b)),
+                   np.minimum(point_segment_distance(a, p[None], q[None]), point_segment_distance(b, p[None], q[None])))
+    r = q - p
+    s = b - a
+    o1 = r[0] * (a[:, 1] - p[1]) - r[1] * (a[:, 0] - p[0])
+    o2 = r[0] * (b[:, 1] - p[1]) - r[1] * (b[:, 0] - p[0])
+    o3 = s[:, 0] * (p[1] - a[:, 1]) - s[:, 1] * (p[0] - a[:, 0])
+    o4 = s[:, 0] * (q[1] - a[:, 1]) - s[:, 1] * (q[0] - a[:, 0])
+    return np.where((o1 * o2 < 0.0) & (o3 * o4 < 0.0), 0.0, d)
+
+
+class _Items:
+    """Every cube's items as arrays: end vertex ids, time interval, owner (rebuilt for a cube once it changes)."""
+
+    def __init__(self, graph: CoordinationGraph, vertices: list[list[int]], arrive: list[list[float]],
+                 leave: list[list[float]]) -> None:
+        self.graph = graph
+        self.per_cube = [self._of(i, list(range(len(vs))), vs, arrive[i], leave[i]) for i, vs in enumerate(vertices)]
+        self._stack()
+
+    @staticmethod
+    def _of(i: int, keys: list[int], vs: list[int], arrive: list[float], leave: list[float]):
+        rows = []
+        for q, k in enumerate(keys):
+            rows.append((vs[k], vs[k], arrive[k], leave[k], i))
+            if q >= 1:
+                rows.append((vs[keys[q - 1]], vs[k], leave[keys[q - 1]], arrive[k], i))
+        return np.array(rows, float).reshape(-1, 5)
+
+    def _stack(self) -> None:
+        rows = np.vstack(self.per_cube)
+        self.a_id, self.b_id = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+        self.start, self.end, self.owner = rows[:, 2], rows[:, 3], rows[:, 4].astype(np.int64)
+        pts = self.graph.points
+        self.a, self.b = pts[self.a_id], pts[self.b_id]
+        low, high = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
+        self.box = (low[:, 0].copy(), low[:, 1].copy(), high[:, 0].copy(), high[:, 1].copy())
+
+    def replace(self, i: int, keys: list[int], vs: list[int], arrive: list[float], leave: list[float]) -> None:
+        self.per_cube[i] = self._of(i, keys, vs, arrive, leave)
+        self._stack()
+
+    def in_order(self, i: int, x: int, y: int, begin: float, finish: float) -> bool:
+        """Does cube i's straight move from vertex x to vertex y, from step ``begin`` to step ``finish``, conflict
+        only with items of other cubes that end before it begins or begin after it ends?"""
+        g = self.graph
+        p, q = g.points[x], g.points[y]
+        # only items of other cubes that overlap it in time matter, and of those the ones near it
+        lo, hi = np.minimum(p, q) - g.D, np.maximum(p, q) + g.D
+        x0, y0, x1, y1 = self.box
+        rows = np.nonzero((self.end > begin) & (self.start < finish) & (x0 < hi[0]) & (y0 < hi[1])
+                          & (x1 > lo[0]) & (y1 > lo[1]) & (self.owner != i))[0]
+        if rows.size == 0:
+            return True
+        gap = segment_gaps(p, q, self.a[rows], self.b[rows])
+        for k, d in zip(rows.tolist(), gap.tolist()):
+            if d < g.D - EPS and d < g.relaxed_distance((x, y), (int(self.a_id[k]), int(self.b_id[k]))) - EPS:
+                return False
+        return True
+
+
+def keypoints(graph: CoordinationGraph, vertices: list[list[int]], arrive: list[list[float]],
+              leave: list[list[float]]) -> list[list[int]]:
+    """Per cube, the indices into its vertices that its straightened path keeps (the first and the last always).
+    ``arrive[i][m]`` / ``leave[i][m]``: the steps at which the plan has cube i reach and leave its vertex m."""
+    items = _Items(graph, vertices, arrive, leave)
+    out = []
+    for i, vs in enumerate(vertices):
+        keys = [0]
+        k = 0
+        while k < len(vs) - 1:
+            best = k + 1
+            for m in range(k + 2, len(vs)):
+                if not graph.straight_ok(vs[k], vs[m]) or not items.in_order(i, vs[k], vs[m], leave[i][k],
+                                                                              arrive[i][m]):
+                    break
+                best = m
+            keys.append(best)
+            k = best
+        if len(keys) < len(vs):
+            items.replace(i, keys, vs, arrive[i], leave[i])
+        out.append(keys)
+    return out
+
+
+def times(moves: list[int], count: int) -> tuple[list[float], list[float]]:
+    """(arrive, leave) steps of a cube's ``count`` distinct vertices, from the steps of its moves."""
+    arrive = [0.0] + [float(t + 1) for t in moves]
+    leave = [float(t) for t in moves] + [math.inf]
+    return arrive[:count], leave[:count]
