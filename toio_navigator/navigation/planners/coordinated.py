@@ -9,6 +9,7 @@ Layers, each in ``navigation/coordination``:
   for few cubes, priority-based search may find a shorter one (a pair takes the long way round a corridor);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
+  paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
 * execution (``execution``, here): every tick each cube's progress is measured and its limit computed from the
   others' progress; a real cube gets the speed that lets it stop within its limit when its command takes
   effect after the state's age + a typical link latency (``gate_latency``; the pair distance's margin takes a
