@@ -342,6 +342,10 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
 
     turned_down: set[str] = set()
 
+    def open_for(address: str, name: str) -> bool:
+        """A cube this scan would still take: wanted, not found yet, not turned down."""
+        return wanted(address, name) and address not in found and address not in turned_down
+
     def on_detect(device: Any, advertisement: Any) -> None:
         uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
         if done.is_set() or SERVICE_UUID not in uuids:
@@ -356,7 +360,7 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
         if BAD_STATE_NAME in name:
             _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
             return
-        if wanted(address, name) and address not in found and address not in turned_down:
+        if open_for(address, name):
             cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
             if accept is not None and not accept(cube):
                 turned_down.add(address)
@@ -384,8 +388,7 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
     if looked_for and not done.is_set() and scanner_factory is None and sys.platform.startswith('linux'):
         # bleak's own scanner missed a wanted cube: it may be one bleak lost (module docstring); a scan that only
         # lists what advertises wanted nothing in particular and leaves BlueZ alone
-        await forget_unheard(lambda address, name: wanted(address, name) and address not in found
-                             and address not in turned_down, adapter, timeout_s)
+        await forget_unheard(open_for, adapter, timeout_s)
     return list(found.values())
 
 

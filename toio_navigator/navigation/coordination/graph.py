@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from toio_navigator.navigation.coordination.lattice import Lattice, segments_gap, wall_gap
+from toio_navigator.navigation.coordination.lattice import Lattice
 
 FREE, AFTER, BEFORE, INVALID = 0, 1, 2, 3      # relation flags: AFTER | BEFORE = INVALID
 EITHER = 4                                     # the two moves must not overlap in time, in either order
@@ -104,22 +104,23 @@ class CoordinationGraph:
         return all(segment_gap(pa, pb, c, c) >= r for c, r in zip(self.obstacles.tolist(), self.obstacle_reach))
 
     def _special_edge_ok(self, a: int, b: int) -> bool:
-        """An edge to a start or goal b stays clear of the static obstacles (a start: never closer than now)."""
+        """An edge between any two vertices stays clear of the static obstacles (near a start: never closer
+        than that start is now)."""
         pa, pb = self._xy[a], self._xy[b]
+        first_start = self.V + self.N
         for c, r in zip(self.obstacles.tolist(), self.obstacle_reach):
-            need = min(r, math.hypot(pb[0] - c[0], pb[1] - c[1]) - EPS) if b >= self.V + self.N else r
+            need = r
+            for x, px in ((a, pa), (b, pb)):
+                if x >= first_start:
+                    need = min(need, math.hypot(px[0] - c[0], px[1] - c[1]) - EPS)
             if segment_gap(pa, pb, c, c) < need:
                 return False
         return True
 
     def _direct_ok(self, i: int) -> bool:
         a, b = self.points[self.V + self.N + i], self.points[self.V + i]
-        lat = self.lattice
-        if len(lat.walls):
-            clearance = min(lat.clearance, float(wall_gap(a[None], lat.walls)[0]) - 0.5)
-            if segments_gap(a[None], b[None], lat.walls, lat.spacing / 6.0)[0] < clearance:
-                return False
-        return self._special_edge_ok(self.V + i, self.V + self.N + i)
+        return bool(self.lattice.straight_clear(a[None], b[None], a[None])[0]) and \
+            self._special_edge_ok(self.V + i, self.V + self.N + i)
 
     def _targets(self) -> None:
         """Each cube's target vertex (its goal, or the usable lattice vertex nearest to it when the goal is
@@ -265,20 +266,8 @@ class CoordinationGraph:
         """May a cube drive straight from vertex a to vertex b: as far from the walls as the lattice keeps (or
         as its ends are, if closer) and clear of the static obstacles?"""
         pa, pb = self.points[a], self.points[b]
-        lat = self.lattice
-        if len(lat.walls):
-            ends = float(wall_gap(np.vstack([pa, pb]), lat.walls).min()) - 0.5
-            if segments_gap(pa[None], pb[None], lat.walls, lat.spacing / 6.0)[0] < min(lat.clearance, ends):
-                return False
-        first_start = self.V + self.N
-        for c, r in zip(self.obstacles.tolist(), self.obstacle_reach):
-            need = r
-            for x, px in ((a, pa), (b, pb)):
-                if x >= first_start:            # a start: never closer than now
-                    need = min(need, math.hypot(px[0] - c[0], px[1] - c[1]) - EPS)
-            if segment_gap(pa, pb, c, c) < need:
-                return False
-        return True
+        return bool(self.lattice.straight_clear(pa[None], pb[None], np.vstack([pa, pb]))[0]) and \
+            self._special_edge_ok(a, b)
 
     def items_conflict(self, a: tuple[int, int], b: tuple[int, int], exact: bool = False) -> tuple[bool, float]:
         """Do the way a (u, x) of one cube and b of another conflict, and the distance they must keep."""

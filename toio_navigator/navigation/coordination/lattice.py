@@ -134,6 +134,14 @@ class Lattice:
         idx = np.nonzero(d <= reach)[0]
         return idx[np.argsort(d[idx], kind='stable')]
 
+    def straight_clear(self, a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """For segments [a, b] (M, 2): does each keep the clearance from the walls, or the distance the points
+        ``ends`` (K, 2) have now if that is less (a cube that starts or ends nearer a wall)?"""
+        if len(self.walls) == 0:
+            return np.ones(len(a), bool)
+        clearance = min(self.clearance, float(wall_gap(ends, self.walls).min()) - 0.5)
+        return segments_clear(a, b, self.walls, clearance, self.spacing / 6.0)
+
     def attach(self, point: np.ndarray, usable: np.ndarray, reach: float, most: int = 3) -> np.ndarray:
         """Up to ``most`` usable vertices a cube at ``point`` can drive to in a straight line (the segment keeps
         the clearance from walls, or the distance the point has now if that is less), nearest first, within
@@ -142,11 +150,8 @@ class Lattice:
         for r in [reach] + [f * self.spacing for f in (1.5, 2.0, 3.0, 4.0) if f * self.spacing > reach]:
             idx = self.near(point, r)
             idx = idx[usable[idx]]
-            if idx.size and len(self.walls):
-                clearance = min(self.clearance, float(wall_gap(point[None], self.walls)[0]) - 0.5)
-                ok = segments_clear(np.repeat(point[None], idx.size, axis=0), self.points[idx], self.walls,
-                                    clearance, self.spacing / 6.0)
-                idx = idx[ok]
+            if idx.size:
+                idx = idx[self.straight_clear(np.repeat(point[None], idx.size, axis=0), self.points[idx], point[None])]
             if idx.size:
                 return idx[:most]
         return np.zeros(0, np.int64)

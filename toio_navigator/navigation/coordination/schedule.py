@@ -73,19 +73,18 @@ def build(graph: CoordinationGraph, plan: Plan, straight: bool = False) -> Sched
         moves.append(ts)
     timing = [straighten.times(ts, len(vs)) for vs, ts in zip(vertices, moves)]
     if straight:
-        keys = straighten.keypoints(graph, vertices, [a for a, _l in timing], [lv for _a, lv in timing])
+        keys = straighten.keypoints(graph, vertices, timing)
     else:
         keys = [list(range(len(vs))) for vs in vertices]
     items: list[_Item] = []
     for i in range(n):
-        vs, (arrive, leave) = vertices[i], timing[i]
-        for q, k in enumerate(keys[i]):
-            items.append(_Item(i, q, vs[k], vs[k], int(arrive[k]), leave[k], 0))
-            if q >= 1:
-                before = keys[i][q - 1]
-                t = int(leave[before])
-                long = k > before + 1
-                items.append(_Item(i, q, vs[before], vs[k], t, arrive[k], 0 if long else plan.ranks[t][i], long))
+        for q, a, b, start, end in straighten.items_of(keys[i], vertices[i], timing[i]):
+            if a == b:
+                items.append(_Item(i, q, a, b, int(start), end, 0))
+            elif keys[i][q] > keys[i][q - 1] + 1:        # a straight move past vertices of the plan
+                items.append(_Item(i, q, a, b, int(start), end, 0, True))
+            else:
+                items.append(_Item(i, q, a, b, int(start), end, plan.ranks[int(start)][i]))
     vertices = [[vs[k] for k in ks] for vs, ks in zip(vertices, keys)]
     paths = [graph.points[np.array(vs)] for vs in vertices]
     arcs = [np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(p, axis=0).T))]) for p in paths]

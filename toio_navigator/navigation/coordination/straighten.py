@@ -35,22 +35,31 @@ def segment_gaps(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> 
     return np.where((o1 * o2 < 0.0) & (o3 * o4 < 0.0), 0.0, d)
 
 
+Timing = tuple[list[float], list[float]]     # (arrive, leave): the steps a cube reaches and leaves each vertex
+
+
+def items_of(keys: list[int], vs: list[int], timing: Timing):
+    """The items of a path that keeps the vertices ``keys`` of ``vs``: (index in keys, vertex a, vertex b,
+    start step, end step), standing on each kept vertex (a == b) and, after the first, moving to it from the one
+    before."""
+    arrive, leave = timing
+    for q, k in enumerate(keys):
+        yield q, vs[k], vs[k], arrive[k], leave[k]
+        if q >= 1:
+            yield q, vs[keys[q - 1]], vs[k], leave[keys[q - 1]], arrive[k]
+
+
 class _Items:
     """Every cube's items as arrays: end vertex ids, time interval, owner (rebuilt for a cube once it changes)."""
 
-    def __init__(self, graph: CoordinationGraph, vertices: list[list[int]], arrive: list[list[float]],
-                 leave: list[list[float]]) -> None:
+    def __init__(self, graph: CoordinationGraph, vertices: list[list[int]], timing: list[Timing]) -> None:
         self.graph = graph
-        self.per_cube = [self._of(i, list(range(len(vs))), vs, arrive[i], leave[i]) for i, vs in enumerate(vertices)]
+        self.per_cube = [self._of(i, list(range(len(vs))), vs, timing[i]) for i, vs in enumerate(vertices)]
         self._stack()
 
     @staticmethod
-    def _of(i: int, keys: list[int], vs: list[int], arrive: list[float], leave: list[float]):
-        rows = []
-        for q, k in enumerate(keys):
-            rows.append((vs[k], vs[k], arrive[k], leave[k], i))
-            if q >= 1:
-                rows.append((vs[keys[q - 1]], vs[k], leave[keys[q - 1]], arrive[k], i))
+    def _of(i: int, keys: list[int], vs: list[int], timing: Timing) -> np.ndarray:
+        rows = [(a, b, start, end, i) for _q, a, b, start, end in items_of(keys, vs, timing)]
         return np.array(rows, float).reshape(-1, 5)
 
     def _stack(self) -> None:
@@ -62,8 +71,8 @@ class _Items:
         low, high = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
         self.box = (low[:, 0].copy(), low[:, 1].copy(), high[:, 0].copy(), high[:, 1].copy())
 
-    def replace(self, i: int, keys: list[int], vs: list[int], arrive: list[float], leave: list[float]) -> None:
-        self.per_cube[i] = self._of(i, keys, vs, arrive, leave)
+    def replace(self, i: int, keys: list[int], vs: list[int], timing: Timing) -> None:
+        self.per_cube[i] = self._of(i, keys, vs, timing)
         self._stack()
 
     def in_order(self, i: int, x: int, y: int, begin: float, finish: float) -> bool:
@@ -85,31 +94,30 @@ class _Items:
         return True
 
 
-def keypoints(graph: CoordinationGraph, vertices: list[list[int]], arrive: list[list[float]],
-              leave: list[list[float]]) -> list[list[int]]:
+def keypoints(graph: CoordinationGraph, vertices: list[list[int]], timing: list[Timing]) -> list[list[int]]:
     """Per cube, the indices into its vertices that its straightened path keeps (the first and the last always).
-    ``arrive[i][m]`` / ``leave[i][m]``: the steps at which the plan has cube i reach and leave its vertex m."""
-    items = _Items(graph, vertices, arrive, leave)
+    ``timing[i]``: the steps at which the plan has cube i reach and leave each of its vertices (:func:`times`)."""
+    items = _Items(graph, vertices, timing)
     out = []
     for i, vs in enumerate(vertices):
+        arrive, leave = timing[i]
         keys = [0]
         k = 0
         while k < len(vs) - 1:
             best = k + 1
             for m in range(k + 2, len(vs)):
-                if not graph.straight_ok(vs[k], vs[m]) or not items.in_order(i, vs[k], vs[m], leave[i][k],
-                                                                              arrive[i][m]):
+                if not graph.straight_ok(vs[k], vs[m]) or not items.in_order(i, vs[k], vs[m], leave[k], arrive[m]):
                     break
                 best = m
             keys.append(best)
             k = best
         if len(keys) < len(vs):
-            items.replace(i, keys, vs, arrive[i], leave[i])
+            items.replace(i, keys, vs, timing[i])
         out.append(keys)
     return out
 
 
-def times(moves: list[int], count: int) -> tuple[list[float], list[float]]:
+def times(moves: list[int], count: int) -> Timing:
     """(arrive, leave) steps of a cube's ``count`` distinct vertices, from the steps of its moves."""
     arrive = [0.0] + [float(t + 1) for t in moves]
     leave = [float(t) for t in moves] + [math.inf]
