@@ -2,17 +2,19 @@
 determinism, and the properties its layers rely on (lattice separation, valid plan steps, a schedule without wait
 cycles, gates that hold a follower until the leader has gone).
 
-About 15 s in all: eight short closed-loop trials (the ble profile, fixed seeds) and small pure computations."""
+About 20 s in all: short closed-loop trials (the ble profile, and one run under the loaded one; fixed seeds) and
+small pure computations."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from toio_navigator.bench.runner import run_scenario
-from toio_navigator.bench.scenarios import Scenario
-from toio_navigator.bench.trial.profiles import BLE
+from toio_navigator.bench.scenarios import Scenario, load_scenarios
+from toio_navigator.bench.trial.profiles import BLE, LOADED
 from toio_navigator.bench.trial.runner import run_trial
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.coordination import lacam, schedule
@@ -22,6 +24,7 @@ from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
 
 R = 16.5
+PACKAGED = Path(__file__).resolve().parents[1] / 'toio_navigator' / 'data' / 'scenarios.yaml'
 
 
 def scenario(name, starts, goals, segments=(), time_limit=10.0) -> Scenario:
@@ -194,6 +197,14 @@ def test_a_single_cube_drives_straight_to_its_goal_instead_of_along_the_lattice(
     # 300 u at 165 u/s is 1.8 s; along the lattice's zigzag it took 5.3 s (a stop at every corner)
     assert record['success_collision_free'] and record['makespan'] < 2.8, record['makespan']
     assert record['path_length_ratio_max'] < 1.05
+
+
+def test_a_busy_navigator_host_makes_the_doorway_slower_not_stuck():
+    # the loaded profile ticks late (8 Hz instead of 20 on average) and stalls; when the planner counted ticks as
+    # periods, it believed its commands ran 2.5 times longer than they did, crawled, and 7 of 8 cubes arrived
+    sc = next(s for s in load_scenarios(PACKAGED) if s.name == 'obst_doorway_4v4')
+    record = run_trial(sc, 'coordinated', LOADED, seed=0).record
+    assert record['success_collision_free'], record['failure']
 
 
 def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on():

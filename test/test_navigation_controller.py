@@ -97,6 +97,23 @@ def test_a_state_older_than_the_stale_timeout_stops_the_cube_whenever_it_arrived
     assert not out[0].stale and out[0].motor[:2] != (0, 0)
 
 
+def test_a_planner_is_told_the_time_that_passed_between_ticks_not_the_period():
+    # a busy host ticks late and stalls: a planner that counted periods would think a command sent 0.4 s ago
+    # was still running, and that a cube standing for 4 s had stood for 0.5 s
+    c = _controller(planner='orca')
+    told = []
+    step = c.planner.step
+    c.planner.step = lambda state, dt: told.append(dt) or step(state, dt)
+    c.set_goal('cube1', 1, 400.0, 100.0, 0, 0.0, 0.0)
+    for at_ms in (0, 50, 170, 400, 10_000):
+        tick = T0 + at_ms * 1_000_000
+        c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, tick - 10_000_000)
+        c.update_state('cube2', 350.0, 250.0, 0.0, True, 2, tick - 10_000_000)
+        c.step(stamp_seconds(tick))
+    # the first tick counts one period; a gap longer than the stale timeout counts that timeout
+    assert told == pytest.approx([0.05, 0.05, 0.12, 0.23, 0.5], abs=1e-6)
+
+
 def test_a_goal_tolerance_below_the_handle_tolerance_is_refused():
     c = _controller()
     reason = c.set_goal('cube1', 1, 200.0, 200.0, 0, 0.0, 5.0)

@@ -333,6 +333,7 @@ class SwarmController:
         self.escaping = np.zeros(n, dtype=bool)          # the breaker drives it out of an HLAvoid overlap ...
         self.escape_dir = np.zeros((n, 2))               # ... this way
         self.stop_requested: set[int] = set()
+        self.planned_at = -math.inf                      # clock time of the last tick that ran the planner
         self.set_planner(settings.planner)
 
     # ---- inputs
@@ -442,7 +443,7 @@ class SwarmController:
         else:
             ent_pos, ent_th = pos, th
         waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok,
-                                                       age)
+                                                       age, now)
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
@@ -578,7 +579,18 @@ class SwarmController:
         pushed = pos + direction * (s.handle_tolerance + s.stuck_distance)
         return np.where(short[:, None], pushed, waypoint), escaping
 
-    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok, age):
+    def _elapsed(self, now: float) -> float:
+        """Seconds since the planner's last tick: a busy host ticks late or stalls, and a planner that counted
+        ticks as periods would lose track of time (how long a command has been running, how long a cube has
+        stood). The first tick counts one period; a gap counts ``stale_timeout_s`` at most (by then every cube
+        is stopped anyway, and a planner that integrates over the gap must not jump)."""
+        gap = now - self.planned_at
+        self.planned_at = now
+        if not 0.0 < gap < math.inf:
+            return 1.0 / self.settings.rate_hz
+        return min(gap, self.settings.stale_timeout_s)
+
+    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok, age, now):
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
         n = pos.shape[0]
         if self.planner is None:
@@ -602,7 +614,7 @@ class SwarmController:
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
                                command_s=self.settings.command_duration_ms / 1000.0)
-            res = self.planner.step(state, 1.0 / self.settings.rate_hz)
+            res = self.planner.step(state, self._elapsed(now))
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT
             ratio = np.ones(n)

@@ -170,7 +170,8 @@ class CoordinatedPlanner:
             window = p.link_latency + state.command_s
             self._sent.append((self.clock - dt, np.hypot(*np.asarray(state.vel, float).T)))
             self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
-            running = np.max([v for _t, v in self._sent], axis=0)
+            # (none after a stall longer than that window: whatever was sent before it has run out)
+            running = np.max([v for _t, v in self._sent], axis=0) if self._sent else np.zeros(n)
             heading = np.asarray(state.heading, float)[idx]
             # where a turning cube will be heading when the next command takes effect (it turns on meanwhile)
             rate = self._turn_rate(idx, heading, self.clock - age[idx])
