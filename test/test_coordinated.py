@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -228,6 +229,43 @@ def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on
     ex.progress[leader] = ex.ends[leader]                      # the leader is where it was going
     pos[leader] = graph.points[graph.V + leader]
     assert ex.limits(pos, np.full(2, 400.0))[follower] == pytest.approx(ex.ends[follower])
+
+
+def test_a_cube_that_cuts_a_sharp_corner_onto_its_next_segment_counts_as_past_the_corner():
+    # a V: in to (100, 0), then sharply back out towards (50, 50); the cube swerves into the turn 10 u early
+    path = np.array([[0.0, 0.0], [100.0, 0.0], [50.0, 50.0]])
+    arcs = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(path, axis=0).T))])
+    sch = schedule.Schedule(vertices=[[0, 1, 2]], paths=[path], arcs=[arcs], gates=[[[], [], []]])
+    ex = Execution(sch, release=6.0, stray=5.0)
+    for x in np.arange(0.0, 91.0, 10.0):
+        ex.track(np.array([[x, 0.0]]), slack=4.0)
+    assert ex.progress[0] == pytest.approx(90.0)
+    ex.track(np.array([[93.0, 3.0]]), slack=4.0)      # 7.6 u from the corner, nearer the segment it came along
+    assert ex.progress[0] < 100.0
+    swerved = np.array([[90.0, 8.0]])                  # 1.4 u from the next segment, 12.8 u from the corner
+    for _ in range(3):                                 # (progress runs ahead by what it moved + 4 u a tick)
+        ex.track(swerved, slack=4.0)
+    assert ex.progress[0] > 100.0                      # on along the next segment, not back to the corner
+    assert ex.deviation[0] < 6.0
+
+
+def test_a_cube_is_steered_round_a_corner_only_as_far_as_it_is_granted():
+    # alone at a sharp V, granted up to the corner only: its waypoint stays on the way in (steered round the
+    # corner, it stood in the stretch another cube must pass first, which then could never come by)
+    path = np.array([[0.0, 0.0], [100.0, 0.0], [50.0, 50.0]])
+    arcs = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(path, axis=0).T))])
+    ex = Execution(schedule.Schedule(vertices=[[0, 1, 2]], paths=[path], arcs=[arcs], gates=[[[], [], []]]))
+    ex.progress[:] = 70.0
+    planner = make_planner('coordinated')
+    planner.graph = SimpleNamespace(D=46.0, lattice=SimpleNamespace(walls=np.zeros((0, 5))))
+
+    def waypoint(limit):
+        _speed, wp = planner._drive(ex, np.array([[70.0, 0.0]]), np.zeros(1), np.zeros(1), np.array([limit]),
+                                    np.array([165.0]), np.array([0.5]), np.zeros(1), (np.array([0.2]), 0.2))
+        return wp[0]
+
+    assert waypoint(100.0)[1] == pytest.approx(0.0)              # to the corner, not round it
+    assert waypoint(float(arcs[-1]))[1] > 5.0                   # granted beyond it: round the corner
 
 
 def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():

@@ -61,9 +61,10 @@ class Execution:
     def track(self, pos: np.ndarray, slack: float) -> None:
         """New measured positions. Progress follows each path segment by segment: the measured position is
         projected on the current segment, and the next one becomes current once the cube is past the segment's
-        end or within ``release`` of it (a cube turning back at a vertex never gets past it); progress never goes
-        back, and runs ahead of the last one by no more than the cube moved plus ``slack`` (so neither a cube
-        cutting a corner nor one whose path comes back past where it is skips a part of its way).
+        end or within ``release`` of it (a cube turning back at a vertex never gets past it), or has cut the corner
+        onto the next segment (``_cut``); progress never goes back, and runs ahead of the last one by no more than
+        the cube moved plus ``slack`` (so neither a cube cutting a corner nor one whose path comes back past where
+        it is skips a part of its way).
         ``deviation``: the distance from the measured position to the point of progress."""
         sch = self.schedule
         pos = np.asarray(pos, float)
@@ -82,7 +83,8 @@ class Execution:
                 length = float(np.hypot(*ab))
                 u = float((pos[i] - a) @ ab) / max(length * length, 1e-12)
                 near_end = float(np.hypot(*(pos[i] - b))) <= self.release
-                if (u >= 1.0 or near_end) and m + 1 < len(arcs):
+                if (u >= 1.0 or near_end or self._cut(pos[i], a, b, path[m + 1] if m + 1 < len(arcs) else None)) \
+                        and m + 1 < len(arcs):
                     best = max(best, float(arcs[m]))
                     m += 1
                     continue
@@ -90,6 +92,23 @@ class Execution:
                 break
             self.progress[i] = min(best, s + moved[i] + slack) if best > s else s
             self.deviation[i] = float(np.hypot(*(pos[i] - point_at(path, arcs, self.progress[i]))))
+
+    def _cut(self, p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> bool:
+        """Has a cube at ``p`` cut the corner at ``b`` (segment a-b, then b-c): it is beyond b along b-c, within
+        ``release`` of that segment and further than that from a-b? (A cube that swerves early into a sharp turn
+        never gets past b nor near it; without this its progress stayed before b, its waypoint went back to the
+        corner and it turned to and fro there for good. Where the path turns back on itself, a cube on a-b is
+        near b-c too: it has not cut anything.)"""
+        if c is None:
+            return False
+        bc = c - b
+        u = float((p - b) @ bc) / max(float(bc @ bc), 1e-12)
+        if u <= 0.0:
+            return False
+        gap_next = float(np.hypot(*(p - b - min(u, 1.0) * bc)))
+        ab = b - a
+        t = min(max(float((p - a) @ ab) / max(float(ab @ ab), 1e-12), 0.0), 1.0)
+        return gap_next <= self.release < float(np.hypot(*(p - a - t * ab)))
 
     def waiting(self, j: int, reach: float, leave: bool) -> bool:
         """Is a gate on cube j still to be passed: j has not come within ``release`` of the vertex at arc

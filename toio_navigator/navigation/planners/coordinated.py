@@ -363,8 +363,10 @@ class CoordinatedPlanner:
                     if cap < v:
                         v, self.why[k] = cap, 'corner'
                 if corner < reach:
-                    reach = min(reach, corner + _beyond_corner(float(np.hypot(*(path[m] - pos[k]))), cos_t, cut,
-                                                               alone))
+                    # past the corner no further than the limit: a cube steered round a corner into a stretch it
+                    # is not granted yet would stand where the cube that goes there first must pass
+                    beyond = _beyond_corner(float(np.hypot(*(path[m] - pos[k]))), cos_t, cut, alone)
+                    reach = min(reach, corner + min(beyond, max(lim - corner, 0.0)))
                 break
             target = point_at(path, arcs, reach)
             gap = float(np.hypot(*(target - pos[k])))
