@@ -148,6 +148,22 @@ def has_cycle_of_waits(sch: schedule.Schedule) -> bool:
     return any(state.get(node) is None and cyclic(node) for node in list(edges))
 
 
+def test_a_detour_round_a_triangle_of_the_lattice_is_cut_unless_someone_else_needs_the_corner():
+    graph, _start = corridor_graph()
+    adj = graph.lattice_adj
+    # u, x, w a triangle; a and b neighbours of u on opposite sides (not neighbours of each other)
+    u, x, w, a, b = next((u, x, w, a, b) for u in range(graph.V) for x in adj[u] for w in adj[x] if w in adj[u]
+                         for a in adj[u] for b in adj[u] if len({x, w, a, b}) == 4 and b not in adj[a])
+    far = max(range(graph.V), key=lambda y: float(np.hypot(*(graph.points[y] - graph.points[u]))))
+    # cube 0 goes u -> x, waits there, then on to w, a neighbour of u (a sharp turn at x); cube 1 stands far away
+    plan = lacam.Plan(configs=[(u, far), (x, far), (x, far), (w, far)], ranks=[[0, 0]] * 3, complete=True,
+                      expanded=0)
+    assert [c[0] for c in lacam.without_detours(graph, plan).configs] == [u, w]
+    # cube 1 comes through u (a -> u -> b) while cube 0 is away: the detour stays
+    plan = lacam.Plan(configs=[(u, a), (x, u), (x, b), (w, b)], ranks=[[0, 1]] * 3, complete=True, expanded=0)
+    assert [c[0] for c in lacam.without_detours(graph, plan).configs] == [u, x, x, w]
+
+
 def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
     graph, start = corridor_graph()
     plan = lacam.search(graph, start, np.random.default_rng(0), 3000)

@@ -157,9 +157,10 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
 
 
 def without_detours(graph: CoordinationGraph, plan: Plan) -> Plan:
-    """The plan with every pointless step back removed: a cube that moves u -> x and straight back x -> u
-    stays on u for both steps instead, where standing there does not meet anyone else's way in those steps
-    (searches like LaCAM leave such dithering in; a real cube would turn twice for nothing)."""
+    """The plan with every pointless detour removed: a cube that moves u -> x, maybe waits there, and then goes
+    straight back to u or on to a neighbour w of u stays on u instead until it moves u -> w, where that meets
+    nobody else's way in those steps (searches like LaCAM leave such dithering in; a real cube would turn twice
+    for nothing, sharply at x)."""
     configs = [list(c) for c in plan.configs]
     n = len(configs[0]) if configs else 0
     changed = True
@@ -168,11 +169,19 @@ def without_detours(graph: CoordinationGraph, plan: Plan) -> Plan:
         for t in range(len(configs) - 2):
             for i in range(n):
                 u, x = configs[t][i], configs[t + 1][i]
-                if u == x or configs[t + 2][i] != u:
+                if u == x:
+                    continue
+                e = t + 2                  # the step after which the cube has left x again
+                while e < len(configs) - 1 and configs[e][i] == x:
+                    e += 1
+                w = configs[e][i]
+                if w == x or (w != u and w not in graph.neighbours(i, u)):
                     continue
                 if all(graph.relation(u, u, configs[s][k], configs[s + 1][k]) == FREE
-                       for s in (t, t + 1) for k in range(n) if k != i):
-                    configs[t + 1][i] = u
+                       for s in range(t, e - 1) for k in range(n) if k != i) and \
+                        all(graph.relation(u, w, configs[e - 1][k], configs[e][k]) == FREE for k in range(n) if k != i):
+                    for s in range(t + 1, e):
+                        configs[s][i] = u
                     changed = True
     # drop steps in which nobody moves any more
     keep = [0] + [t + 1 for t in range(len(configs) - 1) if configs[t + 1] != configs[t]]
