@@ -83,8 +83,7 @@ class Execution:
                 length = float(np.hypot(*ab))
                 u = float((pos[i] - a) @ ab) / max(length * length, 1e-12)
                 near_end = float(np.hypot(*(pos[i] - b))) <= self.release
-                if (u >= 1.0 or near_end or self._cut(pos[i], a, b, path[m + 1] if m + 1 < len(arcs) else None)) \
-                        and m + 1 < len(arcs):
+                if m + 1 < len(arcs) and (u >= 1.0 or near_end or self._cut(pos[i], a, b, path[m + 1])):
                     best = max(best, float(arcs[m]))
                     m += 1
                     continue
@@ -93,14 +92,12 @@ class Execution:
             self.progress[i] = min(best, s + moved[i] + slack) if best > s else s
             self.deviation[i] = float(np.hypot(*(pos[i] - point_at(path, arcs, self.progress[i]))))
 
-    def _cut(self, p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> bool:
+    def _cut(self, p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
         """Has a cube at ``p`` cut the corner at ``b`` (segment a-b, then b-c): it is beyond b along b-c, within
         ``release`` of that segment and further than that from a-b? (A cube that swerves early into a sharp turn
         never gets past b nor near it; without this its progress stayed before b, its waypoint went back to the
         corner and it turned to and fro there for good. Where the path turns back on itself, a cube on a-b is
         near b-c too: it has not cut anything.)"""
-        if c is None:
-            return False
         bc = c - b
         u = float((p - b) @ bc) / max(float(bc @ bc), 1e-12)
         if u <= 0.0:
