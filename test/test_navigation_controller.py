@@ -99,11 +99,11 @@ def test_a_state_older_than_the_stale_timeout_stops_the_cube_whenever_it_arrived
 
 def test_a_planner_is_told_the_time_that_passed_between_ticks_not_the_period():
     # a busy host ticks late and stalls: a planner that counted periods would think a command sent 0.4 s ago
-    # was still running, and that a cube standing for 4 s had stood for 0.5 s
+    # was still running, and that a cube standing for 4 s had stood for 0.5 s (dt stays the control period)
     c = _controller(planner='orca')
     told = []
     step = c.planner.step
-    c.planner.step = lambda state, dt: told.append(dt) or step(state, dt)
+    c.planner.step = lambda state, dt: told.append((state.elapsed, dt)) or step(state, dt)
     c.set_goal('cube1', 1, 400.0, 100.0, 0, 0.0, 0.0)
     for at_ms in (0, 50, 170, 400, 10_000):
         tick = T0 + at_ms * 1_000_000
@@ -111,7 +111,8 @@ def test_a_planner_is_told_the_time_that_passed_between_ticks_not_the_period():
         c.update_state('cube2', 350.0, 250.0, 0.0, True, 2, tick - 10_000_000)
         c.step(stamp_seconds(tick))
     # the first tick counts one period; a gap longer than the stale timeout counts that timeout
-    assert told == pytest.approx([0.05, 0.05, 0.12, 0.23, 0.5], abs=1e-6)
+    assert [e for e, _dt in told] == pytest.approx([0.05, 0.05, 0.12, 0.23, 0.5], abs=1e-6)
+    assert [dt for _e, dt in told] == [0.05] * 5
 
 
 def test_a_goal_tolerance_below_the_handle_tolerance_is_refused():

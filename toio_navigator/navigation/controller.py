@@ -580,10 +580,10 @@ class SwarmController:
         return np.where(short[:, None], pushed, waypoint), escaping
 
     def _elapsed(self, now: float) -> float:
-        """Seconds since the planner's last tick: a busy host ticks late or stalls, and a planner that counted
-        ticks as periods would lose track of time (how long a command has been running, how long a cube has
-        stood). The first tick counts one period; a gap counts ``stale_timeout_s`` at most (by then every cube
-        is stopped anyway, and a planner that integrates over the gap must not jump)."""
+        """Seconds since the planner's last tick (``SwarmState.elapsed``): a busy host ticks late or stalls, and
+        a planner that counted ticks as periods would lose track of time (how long a command has been running,
+        how long a cube has stood). The first tick counts one period; a gap counts ``stale_timeout_s`` at most
+        (by then every cube is stopped anyway)."""
         gap = now - self.planned_at
         self.planned_at = now
         if not 0.0 < gap < math.inf:
@@ -613,8 +613,8 @@ class SwarmController:
             state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
-                               command_s=self.settings.command_duration_ms / 1000.0)
-            res = self.planner.step(state, self._elapsed(now))
+                               command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now))
+            res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT
             ratio = np.ones(n)

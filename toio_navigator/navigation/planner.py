@@ -29,6 +29,9 @@ class SwarmState:
     latency: float = 0.0            # s from this state to a command taking effect (0: ideal discs, the benchmark)
     age: np.ndarray | None = None   # (N,) s since each state was measured (None: fresh)
     command_s: float = 0.0          # s a wheel command runs on by itself unless a newer one replaces it
+    elapsed: float | None = None    # s since the planner's last tick (None: the step's dt); a busy host ticks
+                                    # late: a planner that keeps time (how long a command runs, a cube stands)
+                                    # reads this, while dt stays the control period a velocity is planned for
 
     @property
     def n(self) -> int:

@@ -125,6 +125,8 @@ class CoordinatedPlanner:
         n = state.n
         if n != self.n:
             self.reset(n, self.seed)
+        if state.elapsed is not None:
+            dt = state.elapsed        # its clock and timers run on the time that passed, not on ticks
         self.clock += dt
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
