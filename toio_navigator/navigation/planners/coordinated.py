@@ -180,8 +180,10 @@ class CoordinatedPlanner:
             later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
             speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx],
                                           gate_before)
-            speed = self._keep_apart(pos, idx, heading, later, waypoint, speed, np.asarray(state.vel, float),
-                                     radius, react, running[idx], before)
+            everyone = np.asarray(state.heading, float)
+            in_flight = running[:, None] * np.column_stack([np.cos(everyone), np.sin(everyone)])
+            speed = self._keep_apart(pos, idx, heading, later, waypoint, speed,
+                                     (np.asarray(state.vel, float), in_flight), radius, react, running[idx], before)
             for towards in (heading, later):
                 speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
             out.speed_limit[idx] = speed
@@ -420,13 +422,15 @@ class CoordinatedPlanner:
         return rate[idx]
 
     def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, later: np.ndarray,
-                    waypoint: np.ndarray, speed: np.ndarray, vel: np.ndarray, radius: np.ndarray,
+                    waypoint: np.ndarray, speed: np.ndarray, vel: tuple[np.ndarray, np.ndarray], radius: np.ndarray,
                     react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
         another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
         it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
         new speed for the command's duration, along its heading, the heading it turns to meanwhile (``later``) or
-        towards its waypoint (CubeHandle turns it there while it drives); the other cube goes on as it goes now.
+        towards its waypoint (CubeHandle turns it there while it drives). The other cube (``vel``: every cube's
+        velocity as last commanded, and as the fastest command still under way goes) stands, goes on as
+        commanded, or as fast as what is still under way: a cube just told to stop still runs on a while.
         Cubes passing side by side, or moving apart (however close they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
@@ -449,11 +453,12 @@ class CoordinatedPlanner:
                     to_waypoint / max(float(np.hypot(*to_waypoint)), 1e-9)]
             closest = np.inf
             for way in ways:
-                # displacement of a relative to b until a stops, at the speed it is given now
-                shift = way * (running[k] * lead[k] + out[k] * run) - vel[b] * react[k]
-                s2 = float(shift @ shift)
-                t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
-                closest = min(closest, float(np.hypot(*(rel - shift * t))))
+                for other in (0.0, vel[0][b], vel[1][b]):
+                    # displacement of a relative to b until a stops, at the speed it is given now
+                    shift = way * (running[k] * lead[k] + out[k] * run) - other * react[k]
+                    s2 = float(shift @ shift)
+                    t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
+                    closest = min(closest, float(np.hypot(*(rel - shift * t))))
             if closest < need and closest < dist - 1e-6:
                 room = max(0.0, dist - need)
                 out[k] = min(out[k], max(0.0, min((room - running[k] * lead[k]) / run, room / (lead[k] + run))))
