@@ -213,8 +213,9 @@ class CoordinationGraph:
             out += self.near_special[y] if y < self.V else self.near_of_special[y - self.V]
         return out
 
-    def _relaxed(self, a: tuple[int, int], b: tuple[int, int]) -> float:
-        """The distance element a (of one cube) and element b (of another) must keep."""
+    def relaxed_distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """The distance the way a (u, x) of one cube and b of another must keep (less than D between two starts
+        or two goals that lie closer)."""
         v, n = self.V, self.N
         need = self.D
         for lo, hi in ((v + n, v + 2 * n), (v, v + n)):           # starts, then goals
@@ -227,7 +228,7 @@ class CoordinationGraph:
 
     def _conflict(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         xy = self._xy
-        return segment_gap(xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]) < self._relaxed(a, b) - EPS
+        return segment_gap(xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]) < self.relaxed_distance(a, b) - EPS
 
     def relation(self, u: int, x: int, uk: int, xk: int) -> int:
         """How cube i moving u -> x relates to cube k moving uk -> xk in the same step (u == x: standing):
@@ -257,11 +258,6 @@ class CoordinationGraph:
         self._cache[key] = out
         return out
 
-    def relaxed_distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
-        """The distance the way a (u, x) of one cube and b of another must keep (less than D between two starts
-        or two goals that lie closer)."""
-        return self._relaxed(a, b)
-
     def straight_ok(self, a: int, b: int) -> bool:
         """May a cube drive straight from vertex a to vertex b: as far from the walls as the lattice keeps (or
         as its ends are, if closer) and clear of the static obstacles?"""
@@ -274,4 +270,4 @@ class CoordinationGraph:
         v = self.V
         if not exact and a[0] < v and a[1] < v and b[0] < v and b[1] < v:
             return bool(set(a) & set(b)), self.D      # lattice edges (exact: any two vertices, by geometry)
-        return self._conflict(a, b), self._relaxed(a, b)
+        return self._conflict(a, b), self.relaxed_distance(a, b)
