@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toio_navigator.navigation.coordination import straighten
+from toio_navigator.navigation.coordination.geometry import boxes_overlap, segment_gaps
 from toio_navigator.navigation.coordination.graph import CoordinationGraph
 from toio_navigator.navigation.coordination.lacam import Plan
 from toio_navigator.navigation.planners.common import pairs_within
@@ -141,8 +142,8 @@ def _close_pairs(graph: CoordinationGraph, items: list[_Item]):
     for k in np.nonzero(long)[0].tolist():
         reach = graph.D + 1.0
         rows = np.nonzero((cube != items[k].cube) & (~long | (np.arange(len(items)) > k))
-                          & np.all(low < high[k] + reach, axis=1) & np.all(high > low[k] - reach, axis=1))[0]
-        near = straighten.segment_gaps(a[k], b[k], a[rows], b[rows]) < reach
+                          & boxes_overlap(low, high, low[k] - reach, high[k] + reach))[0]
+        near = segment_gaps(a[k], b[k], a[rows], b[rows]) < reach
         for m in rows[near].tolist():
             yield items[k], items[m]
 

@@ -18,22 +18,8 @@ import math
 
 import numpy as np
 
-from toio_navigator.navigation.coordination.geometry import point_segment_distance
+from toio_navigator.navigation.coordination.geometry import boxes_overlap, segment_gaps
 from toio_navigator.navigation.coordination.graph import EPS, CoordinationGraph
-
-
-def segment_gaps(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Least distance between the segment [p, q] and each segment [a, b] (M, 2) (a point is a == b)."""
-    d = np.minimum(np.minimum(point_segment_distance(p[None], a, b), point_segment_distance(q[None], a, b)),
-                   np.minimum(point_segment_distance(a, p[None], q[None]), point_segment_distance(b, p[None], q[None])))
-    r = q - p
-    s = b - a
-    o1 = r[0] * (a[:, 1] - p[1]) - r[1] * (a[:, 0] - p[0])
-    o2 = r[0] * (b[:, 1] - p[1]) - r[1] * (b[:, 0] - p[0])
-    o3 = s[:, 0] * (p[1] - a[:, 1]) - s[:, 1] * (p[0] - a[:, 0])
-    o4 = s[:, 0] * (q[1] - a[:, 1]) - s[:, 1] * (q[0] - a[:, 0])
-    return np.where((o1 * o2 < 0.0) & (o3 * o4 < 0.0), 0.0, d)
-
 
 Timing = tuple[list[float], list[float]]     # (arrive, leave): the steps a cube reaches and leaves each vertex
 
@@ -68,8 +54,7 @@ class _Items:
         self.start, self.end, self.owner = rows[:, 2], rows[:, 3], rows[:, 4].astype(np.int64)
         pts = self.graph.points
         self.a, self.b = pts[self.a_id], pts[self.b_id]
-        low, high = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
-        self.box = (low[:, 0].copy(), low[:, 1].copy(), high[:, 0].copy(), high[:, 1].copy())
+        self.low, self.high = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
 
     def replace(self, i: int, keys: list[int], vs: list[int], timing: Timing) -> None:
         self.per_cube[i] = self._of(i, keys, vs, timing)
@@ -81,10 +66,8 @@ class _Items:
         g = self.graph
         p, q = g.points[x], g.points[y]
         # only items of other cubes that overlap it in time matter, and of those the ones near it
-        lo, hi = np.minimum(p, q) - g.D, np.maximum(p, q) + g.D
-        x0, y0, x1, y1 = self.box
-        rows = np.nonzero((self.end > begin) & (self.start < finish) & (x0 < hi[0]) & (y0 < hi[1])
-                          & (x1 > lo[0]) & (y1 > lo[1]) & (self.owner != i))[0]
+        near = boxes_overlap(self.low, self.high, np.minimum(p, q) - g.D, np.maximum(p, q) + g.D)
+        rows = np.nonzero((self.end > begin) & (self.start < finish) & near & (self.owner != i))[0]
         if rows.size == 0:
             return True
         gap = segment_gaps(p, q, self.a[rows], self.b[rows])
