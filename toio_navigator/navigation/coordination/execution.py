@@ -98,14 +98,9 @@ class Execution:
         never gets past b nor near it; without this its progress stayed before b, its waypoint went back to the
         corner and it turned to and fro there for good. Where the path turns back on itself, a cube on a-b is
         near b-c too: it has not cut anything.)"""
-        bc = c - b
-        u = float((p - b) @ bc) / max(float(bc @ bc), 1e-12)
-        if u <= 0.0:
+        if float((p - b) @ (c - b)) <= 0.0:
             return False
-        gap_next = float(np.hypot(*(p - b - min(u, 1.0) * bc)))
-        ab = b - a
-        t = min(max(float((p - a) @ ab) / max(float(ab @ ab), 1e-12), 0.0), 1.0)
-        return gap_next <= self.release < float(np.hypot(*(p - a - t * ab)))
+        return float(point_segment_distance(p, b, c)) <= self.release < float(point_segment_distance(p, a, b))
 
     def waiting(self, j: int, reach: float, leave: bool) -> bool:
         """Is a gate on cube j still to be passed: j has not come within ``release`` of the vertex at arc
