@@ -10,7 +10,9 @@ So the driver above it runs the same code as on a real cube (same writes, reconn
 air is DDS. "Connected" means the mat_sim process hosts this cube: the tx topic has a matched subscriber and the
 rx topic a matched publisher whose DDS liveliness lease holds. When either disappears (mat_sim stopped, or died:
 its lease runs out within ``LINK_LEASE_S``), or mat_sim says the cube dropped the link (it took this driver for
-gone), the link is lost and the base class reconnects with backoff, exactly as after a BLE disconnect.
+gone), the link is lost and the base class reconnects with backoff, exactly as after a BLE disconnect. A lease
+can also run out while mat_sim lives (its process starved for a second); reconnecting then asks it a read, and
+its answer proves it alive.
 
 Threads: the transport's coroutines run on the driver's asyncio loop; the rx subscription fires on the ROS
 executor thread. Notifications are delivered straight from the executor thread (one hop less on the pose ->
@@ -33,6 +35,11 @@ from toio_navigator.nodes.qos import BLE_QOS
 
 #: how long a disconnect waits for mat_sim to acknowledge the frames written before it
 FLUSH_TIMEOUT_S = 0.5
+#: a peer whose lease ran out is asked this (a read every cube answers) this often while the link connects; the
+#: answer's seq is one no read of ours uses, so it is not taken for one
+PROBED = Characteristic.BATTERY_INFORMATION
+PROBE_PERIOD_S = 0.25
+PROBE_SEQ = 0
 
 
 class RosSimLink(Transport):
@@ -62,13 +69,17 @@ class RosSimLink(Transport):
         self._lock = threading.Lock()
         self.frames_received = 0
 
+    def _peer_matched(self) -> bool:
+        """mat_sim's endpoints are in the DDS graph: it subscribes to our tx and publishes our rx."""
+        return self._tx.get_subscription_count() > 0 and self._rx.get_publisher_count() > 0
+
     def peer_present(self) -> bool:
-        """mat_sim hosts this cube: it subscribes to our tx and publishes our rx, and its liveliness lease holds
-        (a killed mat_sim stays in the DDS graph for its ~20 s discovery lease, its lease runs out in 1 s)."""
-        return self._tx.get_subscription_count() > 0 and self._rx.get_publisher_count() > 0 and not self._peer_lost
+        """mat_sim hosts this cube: its endpoints are matched and its liveliness lease holds (a killed mat_sim
+        stays in the DDS graph for its ~20 s discovery lease, its lease runs out in 1 s)."""
+        return self._peer_matched() and not self._peer_lost
 
     def _on_liveliness(self, info) -> None:
-        """mat_sim's rx writer became alive or lost its lease (DDS reports no liveliness within one process)."""
+        """mat_sim's rx writer became alive or lost its lease."""
         if info.alive_count > 0:
             self._peer_lost = False
         elif info.not_alive_count_change > 0:
@@ -78,7 +89,14 @@ class RosSimLink(Transport):
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._dropped = False
+        next_probe = self._loop.time()
         while not self.peer_present():          # bounded by the caller's connect timeout
+            if self._peer_matched() and self._loop.time() >= next_probe:
+                # matched, but its lease ran out (a starved host can miss a 1 s lease) and no "alive again" may
+                # ever come while the rx writer has nothing to send: ask it something, as a central does when it
+                # connects; any answer proves it alive (_on_rx). A dead mat_sim answers nothing.
+                self._tx.publish(BleFrame(uuid=PROBED.value, op=BleFrame.READ, seq=PROBE_SEQ))
+                next_probe = self._loop.time() + PROBE_PERIOD_S
             await asyncio.sleep(0.005)
         # matching is seen from our side first; the first frame from mat_sim proves its writer matched our reader
         # too, so the first answers (protocol version) are not lost. A silent cube is accepted after a short wait.
@@ -110,7 +128,7 @@ class RosSimLink(Transport):
             raise TransportError('simulated link is down')
         loop = asyncio.get_running_loop()
         with self._lock:
-            self._seq = (self._seq + 1) & 0xFFFFFFFF
+            self._seq = self._seq % 0xFFFFFFFF + 1      # 1 .. 2**32 - 1: PROBE_SEQ is never a read's
             seq = self._seq
             future = loop.create_future()
             self._reads[seq] = future
