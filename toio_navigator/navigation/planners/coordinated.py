@@ -35,6 +35,9 @@ from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
 
 UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
+#: the safety layer's quick look at all pairs (numpy) may round differently from its exact pass (one pair at a
+#: time): a pair within this of closing in counts as maybe closing, so the quick look never drops one
+ROUNDING = 1e-6
 
 
 @dataclass
@@ -436,14 +439,27 @@ class CoordinatedPlanner:
         lead, run = before
         reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
         q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
-        if q.size == 0:
-            return speed
         where = np.full(len(pos), -1)
         where[idx] = np.arange(len(idx))
+        mine = where[q] >= 0
+        q, o, d = q[mine], o[mine], d[mine]
+        if q.size == 0:
+            return speed
+        # every pair at once at the speeds given: a cube none of whose pairs may close in keeps its speed; only the
+        # others take the exact pass below, pair after pair at the speed the pairs before left (the same result)
+        k = where[q]
+        toward = waypoint[k] - pos[q]
+        ways = np.stack([np.column_stack([np.cos(heading[k]), np.sin(heading[k])]),
+                         np.column_stack([np.cos(later[k]), np.sin(later[k])]),
+                         toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]], axis=1)
+        others = np.stack([np.zeros((len(q), 2)), vel[0][o], vel[1][o]], axis=1)
+        closest = _closest_approach(pos[o] - pos[q], ways, running[k] * lead[k] + speed[k] * run, others, react[k])
+        suspect = np.zeros(len(idx), bool)
+        suspect[k[(closest < radius[q] + radius[o] + p.apart + ROUNDING) & (closest < d - 1e-6 + ROUNDING)]] = True
         out = speed.copy()
         for a, b, dist in zip(q.tolist(), o.tolist(), d.tolist()):
             k = where[a]
-            if k < 0 or out[k] <= 0.0:
+            if not suspect[k] or out[k] <= 0.0:
                 continue
             need = radius[a] + radius[b] + p.apart
             rel = pos[b] - pos[a]
@@ -494,6 +510,19 @@ class CoordinatedPlanner:
             hit = d < radius[rows][q] + radius[rows][o]
             out[rows[q[hit]]] = True
         return out
+
+
+def _closest_approach(rel: np.ndarray, ways: np.ndarray, travel: np.ndarray, others: np.ndarray,
+                      react: np.ndarray) -> np.ndarray:
+    """(P,) the nearest a cube comes to another one, over every pair at once: ``rel`` (P, 2) the other one from
+    it; the cube travels ``travel`` (P,) along each of its ``ways`` (P, W, 2, unit) while the other one goes on at
+    each of ``others`` (P, V, 2) for ``react`` (P,) s; the smallest of the W x V straight relative moves."""
+    shift = ways[:, :, None, :] * travel[:, None, None, None] - others[:, None, :, :] * react[:, None, None, None]
+    s2 = (shift * shift).sum(axis=-1)
+    along = (rel[:, None, None, :] * shift).sum(axis=-1)
+    t = np.where(s2 > 1e-9, np.clip(along / np.where(s2 > 1e-9, s2, 1.0), 0.0, 1.0), 0.0)
+    miss = rel[:, None, None, :] - shift * t[..., None]
+    return np.hypot(miss[..., 0], miss[..., 1]).min(axis=(1, 2))
 
 
 def _beyond_corner(a: float, cos_t: float, cut: float, back: bool = False) -> float:
