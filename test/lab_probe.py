@@ -20,7 +20,7 @@ moments it pulled a cable or killed a host. Requests (``op``):
   wait_still   wait until no cube has moved over the last ``seconds``
   truth        ground-truth samples [stamp, arrival, [[x, y, theta] per cube]] with stamps in [t0, t1]
   states       per cube, the arrival times of its CubeStates in [t0, t1]
-  contacts     mat_sim/contacts: the number received and the pairs
+  contacts     mat_sim/contacts: [cube_a, cube_b, sim_time, count, stamp, approach_speed, x, y] of each
   graph        node names this probe sees and the publisher count of ``topic``
   publish      publish a still CubeState for ``cube`` every 0.1 s from now on (a foreign lab's traffic)
   quit         stop
@@ -100,7 +100,9 @@ class Probe:
 
     def _on_contact(self, msg: ContactEvent) -> None:
         with self.lock:
-            self.contacts.append([msg.cube_a, msg.cube_b, float(msg.sim_time), int(msg.count)])
+            self.contacts.append([msg.cube_a, msg.cube_b, float(msg.sim_time), int(msg.count),
+                                  msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, float(msg.approach_speed),
+                                  float(msg.x), float(msg.y)])
 
     # ---- requests (main thread)
     def wait(self, condition, timeout: float, period: float = 0.02) -> bool:

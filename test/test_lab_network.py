@@ -169,7 +169,9 @@ class Run:
     truth_after_up: list = field(default_factory=list)
     reached_after_outage: dict = field(default_factory=dict)
     goals_after_outage: list = field(default_factory=list)
+    t_swap: float = math.nan
     contacts: list = field(default_factory=list)
+    truth_contacts: list = field(default_factory=list)
     restarted_anything: list = field(default_factory=list)
     replay: object = None
     foreign: dict = field(default_factory=dict)
@@ -237,6 +239,7 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
         time.sleep(0.1)
     run.after_restart = status
     swapped = swap_goals(homes, MAT)
+    run.t_swap = time.time()
     swap = send(swapped, 20, stagger=SWAP_STAGGER_S)
     run.reached_after_restart = laptop.ask('wait_reached', goal_ids=swap, timeout=45.0)
     recorder.send_signal(signal.SIGTERM)            # the recorder closes the bag on SIGTERM
@@ -264,9 +267,35 @@ def drive_lab(lab: LabNetwork, run: Run) -> None:
     run.truth_after_up = laptop.need('truth', t0=run.t_up, t1=run.t_up + RESUME_S)['samples']
     run.states_during_outage = laptop.need('states', t0=run.t_loss, t1=run.t_up)['times']
     run.contacts = laptop.need('contacts')['contacts']
+    run.truth_contacts = [laptop.need('truth', t0=c[4] - 1.0, t1=c[4] + 0.1)['samples'] for c in run.contacts]
     run.foreign = {'c': foreign_c.need('graph', topic='/cube1/state'),
                    'lab': laptop.need('graph', topic='/cube1/state')}
     run.stale_logged = stale_log(logs / 'b_bringup_again.log', names, since=run.t_loss)
+
+
+def describe_contacts(run: Run) -> str:
+    """What a failed run needs said about each contact: when (which phase), how fast, and what both cubes did in
+    the second before it (ground truth every 0.1 s: position and speed), so that a contact seen once on a CI
+    machine can be understood from its log alone."""
+    phases = [(run.t_kill, 'after the kill'), (run.t_swap, 'after the swap goals'), (run.t_loss, 'after the cable')]
+    lines = []
+    for (a, b, sim_time, _count, stamp, approach, x, y), samples in zip(run.contacts, run.truth_contacts):
+        since = [f'{stamp - t:.2f} s {what}' for t, what in phases if t <= stamp]
+        lines.append(f'{a}-{b} at ({x:.0f}, {y:.0f}), sim {sim_time:.2f} s, {since[-1] if since else "before"}, '
+                     f'approaching at {approach:.1f} units/s')
+        if len(samples) < 2:
+            continue
+        samples = sorted(samples, key=lambda s: s[0])
+        samples = [s for k, s in enumerate(samples) if k == 0 or s[0] - samples[k - 1][0] > 1e-6]  # as wheel_travel
+        t, travel = wheel_travel(samples)
+        poses = np.array([s[2] for s in samples])
+        for cube in (a, b):
+            i = run.cubes.index(cube)
+            track = [f'{t[k] - stamp:+.1f}:({poses[k, i, 0]:.0f},{poses[k, i, 1]:.0f}) '
+                     f'{travel[k - 1, i] / max(t[k] - t[k - 1], 1e-3):.0f}/s'
+                     for k in range(1, len(t), max(1, len(t) // 10))]
+            lines.append(f'  {cube}: ' + ' '.join(track))
+    return '\n'.join(lines)
 
 
 def stale_log(log: Path, cubes: list[str], since: float) -> dict[str, list[tuple[str, float]]]:
@@ -309,7 +338,7 @@ def test_the_swaps_reach_every_goal_without_a_contact(lab_run):
     for phase in ('reached_after_restart', 'reached_after_outage'):
         got = getattr(lab_run, phase)
         assert got['ok'], f'{phase}: not reached {set(lab_run.cubes) - set(got["reached"])}; logs in {lab_run.logs}'
-    assert lab_run.contacts == []
+    assert lab_run.contacts == [], f'contacts (logs and bag in {lab_run.logs.parent}):\n{describe_contacts(lab_run)}'
 
 
 def test_the_bag_recorded_on_the_laptop_replays_with_zero_divergence(lab_run):
