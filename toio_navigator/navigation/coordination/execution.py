@@ -145,16 +145,22 @@ class Execution:
                 a, b = path[m - 1], path[m]
                 span = max(float(arcs[m] - arcs[m - 1]), 1e-12)
                 pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
-                first, who = count, None
-                for j, reach, dist in live:
-                    foot = sub_path(sch.paths[j], sch.arcs[j], float(self.progress[j]), reach)
-                    d = point_segment_distance(pts[:, None, :], foot[None, :-1], foot[None, 1:]).min(axis=1)
-                    # (less a hair: on the lattice, distances of exactly the pair distance are common)
-                    bad = (d < dist - HAIR) | (np.hypot(*(pts - pos[j]).T) < dist - self.stray)
-                    if bad.any() and int(np.argmax(bad)) < first:
-                        first, who = int(np.argmax(bad)), j
-                if who is not None:
-                    return (float(samples[first - 1]) if first else lo), (m, who)
+                # every live gate at once: the way each other cube still has to go to its gate, as segments
+                feet = [sub_path(sch.paths[j], sch.arcs[j], float(self.progress[j]), reach) for j, reach, _ in live]
+                owner_starts = np.cumsum([0] + [len(f) - 1 for f in feet[:-1]])
+                ends_a = np.concatenate([f[:-1] for f in feet])
+                ends_b = np.concatenate([f[1:] for f in feet])
+                d = np.minimum.reduceat(point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None]),
+                                        owner_starts, axis=1)                                  # (samples, gates)
+                dist = np.array([g[2] for g in live])
+                there = pos[[g[0] for g in live]]
+                near = np.hypot(pts[:, None, 0] - there[None, :, 0], pts[:, None, 1] - there[None, :, 1])
+                # (less a hair: on the lattice, distances of exactly the pair distance are common)
+                bad = (d < dist - HAIR) | (near < dist - self.stray)
+                if bad.any():
+                    first = np.where(bad.any(axis=0), bad.argmax(axis=0), count)
+                    g = int(np.argmin(first))           # the earliest sample; of those, the gate listed first
+                    return (float(samples[first[g] - 1]) if first[g] else lo), (m, live[g][0])
             if hi >= until:
                 return until, None
             m += 1
