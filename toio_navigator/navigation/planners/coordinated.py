@@ -35,9 +35,6 @@ from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
 
 UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
-#: the safety layer's quick look at all pairs (numpy) may round differently from its exact pass (one pair at a
-#: time): a pair within this of closing in counts as maybe closing, so the quick look never drops one
-ROUNDING = 1e-6
 
 
 @dataclass
@@ -445,39 +442,30 @@ class CoordinatedPlanner:
         q, o, d = q[mine], o[mine], d[mine]
         if q.size == 0:
             return speed
-        # every pair at once at the speeds given: a cube none of whose pairs may close in keeps its speed; only the
-        # others take the exact pass below, pair after pair at the speed the pairs before left (the same result)
         k = where[q]
         toward = waypoint[k] - pos[q]
         ways = np.stack([np.column_stack([np.cos(heading[k]), np.sin(heading[k])]),
                          np.column_stack([np.cos(later[k]), np.sin(later[k])]),
-                         toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]], axis=1)
-        others = np.stack([np.zeros((len(q), 2)), vel[0][o], vel[1][o]], axis=1)
-        closest = _closest_approach(pos[o] - pos[q], ways, running[k] * lead[k] + speed[k] * run, others, react[k])
-        suspect = np.zeros(len(idx), bool)
-        suspect[k[(closest < radius[q] + radius[o] + p.apart + ROUNDING) & (closest < d - 1e-6 + ROUNDING)]] = True
+                         toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]], axis=1)     # (P, 3, 2)
+        others = np.stack([np.zeros((len(q), 2)), vel[0][o], vel[1][o]], axis=1)               # (P, 3, 2)
+        rel = pos[o] - pos[q]
+        need = radius[q] + radius[o] + p.apart
+        # every pair at once at the speeds given; a cube with a pair that closes in is slowed pair after pair,
+        # each pair looked at again at the speed the pairs before left it
+        closest = _closest_approach(rel, ways, running[k] * lead[k] + speed[k] * run, others, react[k])
+        slowed = np.zeros(len(idx), bool)
+        slowed[k[(closest < need) & (closest < d - 1e-6)]] = True
         out = speed.copy()
-        for a, b, dist in zip(q.tolist(), o.tolist(), d.tolist()):
-            k = where[a]
-            if not suspect[k] or out[k] <= 0.0:
+        for e in np.nonzero(slowed[k])[0]:
+            i = k[e]
+            if out[i] <= 0.0:
                 continue
-            need = radius[a] + radius[b] + p.apart
-            rel = pos[b] - pos[a]
-            to_waypoint = waypoint[k] - pos[a]
-            ways = [np.array([math.cos(heading[k]), math.sin(heading[k])]),
-                    np.array([math.cos(later[k]), math.sin(later[k])]),
-                    to_waypoint / max(float(np.hypot(*to_waypoint)), 1e-9)]
-            closest = np.inf
-            for way in ways:
-                for other in (0.0, vel[0][b], vel[1][b]):
-                    # displacement of a relative to b until a stops, at the speed it is given now
-                    shift = way * (running[k] * lead[k] + out[k] * run) - other * react[k]
-                    s2 = float(shift @ shift)
-                    t = min(max(float(rel @ shift) / s2, 0.0), 1.0) if s2 > 1e-9 else 0.0
-                    closest = min(closest, float(np.hypot(*(rel - shift * t))))
-            if closest < need and closest < dist - 1e-6:
-                room = max(0.0, dist - need)
-                out[k] = min(out[k], max(0.0, min((room - running[k] * lead[k]) / run, room / (lead[k] + run))))
+            if out[i] < speed[i]:          # slowed by an earlier pair: is this one still closing in?
+                closest[e] = _closest_approach(rel[e:e + 1], ways[e:e + 1], running[i:i + 1] * lead[i] + out[i] * run,
+                                               others[e:e + 1], react[i:i + 1])[0]
+            if closest[e] < need[e] and closest[e] < d[e] - 1e-6:
+                room = max(0.0, d[e] - need[e])
+                out[i] = min(out[i], max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run))))
         return out
 
     def _keep_off_walls(self, pos: np.ndarray, heading: np.ndarray, speed: np.ndarray, radius: np.ndarray,
