@@ -53,6 +53,7 @@ class Execution:
         self.last_pos: np.ndarray | None = None
         self.binding: list[tuple[int, int] | None] = [None] * schedule.n
         self.turned: set[tuple[int, int]] = set()     # (i, j): i was let go before j
+        self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (progress, way)
 
     @property
     def ends(self) -> np.ndarray:
@@ -115,6 +116,16 @@ class Execution:
             return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
         return self.progress[j] < reach - self.release
 
+    def _foot(self, j: int, reach: float) -> np.ndarray:
+        """Cube j's way from its progress to arc length ``reach`` (kept while its progress stays: many gates of
+        other cubes, and the reordering, ask for the same way in one tick)."""
+        s = float(self.progress[j])
+        kept = self._feet.get((j, reach))
+        if kept is None or kept[0] != s:
+            kept = (s, sub_path(self.schedule.paths[j], self.schedule.arcs[j], s, reach))
+            self._feet[(j, reach)] = kept
+        return kept[1]
+
     def limits(self, pos: np.ndarray, horizon: np.ndarray) -> np.ndarray:
         """How far along its path each cube may go now (arc length), looking ``horizon`` (N,) beyond its
         progress. ``binding[i]``: (segment, cube) of the gate that holds cube i, or None."""
@@ -146,7 +157,7 @@ class Execution:
                 span = max(float(arcs[m] - arcs[m - 1]), 1e-12)
                 pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
                 # every live gate at once: the way each other cube still has to go to its gate, as segments
-                feet = [sub_path(sch.paths[j], sch.arcs[j], float(self.progress[j]), reach) for j, reach, _ in live]
+                feet = [self._foot(j, reach) for j, reach, _ in live]
                 owner_starts = np.cumsum([0] + [len(f) - 1 for f in feet[:-1]])
                 ends_a = np.concatenate([f[:-1] for f in feet])
                 ends_b = np.concatenate([f[1:] for f in feet])
