@@ -339,7 +339,7 @@ class CoordinatedPlanner:
             # the end of its path is the cube's own goal: it may drive onto it (the margin is for others' ways)
             at_end = lim >= float(arcs[-1]) - 1e-6
             free = lim - s - (0.0 if at_end else p.stop_margin)
-            v = float(np.clip(min((free - running[k] * lead[k]) / run, free / (lead[k] + run)), 0.0, vmax[k]))
+            v = min(max(float(min((free - running[k] * lead[k]) / run, free / (lead[k] + run))), 0.0), float(vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
             reach = s + p.lookahead
             for m in range(int(np.searchsorted(arcs, s, side='right')), len(arcs) - 1):
@@ -387,9 +387,9 @@ class CoordinatedPlanner:
             # its waypoint, none beyond align_stop
             way = target - pos[k]
             bearing = math.atan2(way[1], way[0])
-            factor, later_factor = (float(np.clip((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
-                                                                       - math.pi)) / (p.align_stop - p.align_full),
-                                                  0.0, 1.0)) for h in (heading[k], later[k]))
+            factor, later_factor = (min(max(float((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
+                                                                     - math.pi)) / (p.align_stop - p.align_full)),
+                                                0.0), 1.0) for h in (heading[k], later[k]))
             # a cube still turning from its last command overshoots: as it will be heading, no more than a creep
             factor = min(factor, max(later_factor, p.min_speed / max(v, 1e-9)))
             if factor < 1.0:
