@@ -293,17 +293,19 @@ def test_link_state_is_latched_and_follows_the_peer(rig, ros):
         again.destroy_node()
 
 
-def test_a_lease_that_ran_out_while_mat_sim_lives_costs_one_reconnect(rig):
+def test_a_lease_that_ran_out_while_mat_sim_lives_is_reconnected(rig):
     cube, driver, probe, ex = rig()
     assert spin_until(ex, lambda: driver.firmware == '2.4.0')
     link = driver.connection.transport
+    asked = cube.written(CONFIG).count(b'\x01\x00')
     # what DDS reports when mat_sim's rx writer missed its 1 s lease (its host starved) though it lives on; the
-    # fake cube then says nothing unless asked, as mat_sim says nothing to a driver whose link dropped
+    # fake cube then says nothing unless asked, as mat_sim says nothing to a driver whose link dropped. (Under
+    # load the idle fake cube's lease can also run out for real, so more reconnects may follow: each must work.)
     link._on_liveliness(SimpleNamespace(alive_count=0, not_alive_count=1, alive_count_change=-1,
                                         not_alive_count_change=1))
     assert spin_until(ex, lambda: link.link_state is LinkState.RECONNECTING)
-    assert spin_until(ex, lambda: link.link_state is LinkState.CONNECTED and link.reconnect_count == 1)
-    assert spin_until(ex, lambda: cube.written(CONFIG).count(b'\x01\x00') == 2)     # it asks the version again
+    assert spin_until(ex, lambda: link.link_state is LinkState.CONNECTED and link.reconnect_count >= 1)
+    assert spin_until(ex, lambda: cube.written(CONFIG).count(b'\x01\x00') > asked)   # it asks the version again
 
 
 def test_old_firmware_features_are_refused_once_and_the_rest_keeps_working(rig):
