@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from toio_navigator.navigation.batch import segment_min
 from toio_navigator.navigation.coordination.geometry import point_segment_distance
 from toio_navigator.navigation.coordination.schedule import Schedule
 
@@ -158,11 +159,11 @@ class Execution:
                 pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
                 # every live gate at once: the way each other cube still has to go to its gate, as segments
                 feet = [self._foot(j, reach) for j, reach, _ in live]
-                owner_starts = np.cumsum([0] + [len(f) - 1 for f in feet[:-1]])
+                owner = np.repeat(np.arange(len(feet)), [len(f) - 1 for f in feet])
                 ends_a = np.concatenate([f[:-1] for f in feet])
                 ends_b = np.concatenate([f[1:] for f in feet])
-                d = np.minimum.reduceat(point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None]),
-                                        owner_starts, axis=1)                                  # (samples, gates)
+                d = segment_min(point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None]), owner,
+                                len(feet), np.inf, axis=1)                                  # (samples, gates)
                 dist = np.array([g[2] for g in live])
                 there = pos[[g[0] for g in live]]
                 near = np.hypot(pts[:, None, 0] - there[None, :, 0], pts[:, None, 1] - there[None, :, 1])
