@@ -32,7 +32,7 @@ from toio_navigator.lifecycle import StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
-DRAIN_S = 0.5         # longest time spent writing what had arrived before the stop
+DRAIN_CAP_S = 10.0    # a recorder still behind after this long on a stop gives up the rest (and says so)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +108,7 @@ class TopicRecorder:
         self.exclude = {self._absolute(t) for t in exclude}
         self.include_hidden = include_hidden
         self.skipped: dict[str, str] = {}
+        self.newest_source_ns: dict[str, int] = {}    # per topic: when the newest written message was published
         self._subs: dict[str, object] = {}
 
     def _absolute(self, topic: str) -> str:
@@ -139,8 +140,18 @@ class TopicRecorder:
             self.writer.add_topic(name, msgtype)
             clock = self.node.get_clock()
             self._subs[name] = self.node.create_subscription(
-                cls, name, lambda raw, n=name: self.writer.write(n, clock.now().nanoseconds, raw), qos, raw=True)
+                cls, name, lambda raw, info, n=name: self._write(n, clock.now().nanoseconds, raw, info), qos,
+                raw=True)
         return len(self._subs)
+
+    def _write(self, topic: str, stamp_ns: int, raw: bytes, info) -> None:
+        self.writer.write(topic, stamp_ns, raw)
+        self.newest_source_ns[topic] = info['source_timestamp']
+
+    def caught_up(self, stop_ns: int) -> bool:
+        """Every recorded topic has given a message published at or after ``stop_ns`` (system clock, as DDS
+        source timestamps are): what each topic published before the stop is in the bag (or was lost by DDS)."""
+        return all(self.newest_source_ns.get(t, 0) >= stop_ns for t in self._subs)
 
     def stop(self) -> None:
         for sub in self._subs.values():
@@ -168,16 +179,20 @@ def run(args: argparse.Namespace) -> int:
         stop.restore()
 
 
-def _drain(executor, writer: BagWriter, context) -> None:
-    """Write what DDS has already delivered when the stop came: a message published just before the signal
-    (the last result a demo waited for) is in the bag even when this process was a tick behind. Ends as soon as
-    nothing is waiting, and after DRAIN_S at the latest (publishers that go on are not followed)."""
-    until = time.monotonic() + DRAIN_S
+def _drain(executor, recorder: TopicRecorder, writer: BagWriter, context) -> bool:
+    """Write what was published before the stop: a recorder a second behind on a loaded host still records the
+    last result a demo waited for. Takes messages until every topic has given one published after the stop, or
+    until nothing more is waiting (a topic gone quiet); False if :data:`DRAIN_CAP_S` ran out first."""
+    stop_ns = time.time_ns()
+    until = time.monotonic() + DRAIN_CAP_S
     idle = 0
-    while idle < 3 and context.ok() and time.monotonic() < until:
+    while idle < 3 and context.ok() and not recorder.caught_up(stop_ns):
+        if time.monotonic() >= until:
+            return False
         before = sum(writer.counts.values())
         executor.spin_once(timeout_sec=0.0)
         idle = idle + 1 if sum(writer.counts.values()) == before else 0
+    return True
 
 
 def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
@@ -214,7 +229,9 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             if time.monotonic() - flushed >= FLUSH_PERIOD_S:
                 writer.flush()
                 flushed = time.monotonic()
-        _drain(executor, writer, context)
+        if not _drain(executor, recorder, writer, context):
+            print(f'toio-nav record: still behind {DRAIN_CAP_S:.0f} s after the stop: the last messages published '
+                  'before it are not in the bag', file=sys.stderr)
     except ExternalShutdownException:
         pass
     finally:
