@@ -8,6 +8,7 @@ import pytest
 
 from toio_navigator.bench import metrics as m
 from toio_navigator.bench.metrics import MetricSetup, b0_kernel, compute_metrics
+from toio_navigator.navigation.planners import common
 from toio_navigator.navigation.planners.common import pairs_within
 
 
@@ -131,6 +132,27 @@ def test_pair_search_is_exact_for_tiny_cut_offs_on_large_coordinates():
     points = np.array([[0.0, 0.0], [1e-7, 0.0], [9000.0, 9000.0], [9000.0, 9000.0 + 5e-8]])
     q, p, _d = pairs_within(points, 1e-6)
     assert sorted(zip(q.tolist(), p.tolist())) == [(0, 1), (1, 0), (2, 3), (3, 2)]
+
+
+def test_pair_search_gives_the_same_pairs_in_the_same_order_below_and_above_the_brute_force_size(monkeypatch):
+    """Few points are compared all at once, many through the grid: the navigator's safety layer goes through the
+    pairs one by one, so the order matters too (groups, a query in any order, points on cell borders)."""
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(300):
+        n = int(rng.integers(2, common.BRUTE_MAX + 1))
+        points = rng.uniform(0.0, float(rng.choice([40.0, 400.0])), (n, 2)).round(int(rng.choice([0, 2])))
+        cutoff = float(rng.uniform(1.0, 120.0))
+        group = rng.integers(0, 3, n) if rng.random() < 0.3 else None
+        query = rng.permutation(rng.choice(n, int(rng.integers(1, n + 1)), replace=False)) if rng.random() < 0.3 \
+            else None
+        brute = pairs_within(points, cutoff, group, query)
+        monkeypatch.setattr(common, 'BRUTE_MAX', 0)
+        grid = pairs_within(points, cutoff, group, query)
+        monkeypatch.undo()
+        assert all(np.array_equal(a, b) for a, b in zip(brute, grid))
+        found += len(brute[0])
+    assert found > 3000            # not a comparison of empty answers
 
 
 def test_min_clearance_found_even_when_agents_are_far_apart():

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from toio_navigator.navigation.batch import segment_min
 from toio_navigator.navigation.coordination.geometry import point_segment_distance
 from toio_navigator.navigation.coordination.schedule import Schedule
 
@@ -153,26 +152,32 @@ class Execution:
                     if j != skip and self.waiting(j, reach, leave)]
             if live:
                 count = max(2, int(np.ceil((hi - lo) / SAMPLE)) + 1)
-                samples = np.linspace(lo, hi, count)
+                # np.linspace(lo, hi, count), without its overhead (same numbers: it computes exactly this)
+                samples = np.arange(count, dtype=float) * ((hi - lo) / (count - 1)) + lo
+                samples[-1] = hi
                 a, b = path[m - 1], path[m]
                 span = max(float(arcs[m] - arcs[m - 1]), 1e-12)
                 pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
-                # every live gate at once: the way each other cube still has to go to its gate, as segments
+                # every live gate at once: the way each other cube still has to go to its gate, as segments, and
+                # where that cube is; a sample is bad for a gate if any of them is too near (columns: the ways'
+                # segments, then the positions)
                 feet = [self._foot(j, reach) for j, reach, _ in live]
                 owner = np.repeat(np.arange(len(feet)), [len(f) - 1 for f in feet])
                 ends_a = np.concatenate([f[:-1] for f in feet])
                 ends_b = np.concatenate([f[1:] for f in feet])
-                d = segment_min(point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None]), owner,
-                                len(feet), np.inf, axis=1)                                  # (samples, gates)
                 dist = np.array([g[2] for g in live])
                 there = pos[[g[0] for g in live]]
                 near = np.hypot(pts[:, None, 0] - there[None, :, 0], pts[:, None, 1] - there[None, :, 1])
                 # (less a hair: on the lattice, distances of exactly the pair distance are common)
-                bad = (d < dist - HAIR) | (near < dist - self.stray)
-                if bad.any():
-                    first = np.where(bad.any(axis=0), bad.argmax(axis=0), count)
-                    g = int(np.argmin(first))           # the earliest sample; of those, the gate listed first
-                    return (float(samples[first[g] - 1]) if first[g] else lo), (m, live[g][0])
+                bad = np.hstack([point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None])
+                                 < (dist - HAIR)[owner], near < dist - self.stray])
+                hit = bad.any(axis=0)
+                if hit.any():
+                    first = np.where(hit, bad.argmax(axis=0), count)
+                    column = np.concatenate([owner, np.arange(len(feet))])
+                    early = first.min()
+                    g = int(column[first == early].min())   # the earliest sample; of those, the gate listed first
+                    return (float(samples[early - 1]) if early else lo), (m, live[g][0])
             if hi >= until:
                 return until, None
             m += 1
@@ -202,11 +207,13 @@ class Execution:
                 m2 += 1
             if m2 + 1 >= len(gates_i):
                 continue                        # i stays where the ways conflict: j could never pass
+            reach_j = max(g[1] for k in range(m, m2 + 1) for g in gates_i[k] if g[0] == j)
+            if reach_j + 2.0 * SAMPLE <= self.progress[j] + stopping[j] + room:
+                continue                        # j is nearer than that to the end of the conflict, so to its start
             s = float(self.progress[i])
             free, _held = self._limit(i, pos, s + room + SAMPLE, skip=j)
             if free < s + room:
                 continue                        # something else holds it too
-            reach_j = max(g[1] for k in range(m, m2 + 1) for g in gates_i[k] if g[0] == j)
             way_i = sub_path(sch.paths[i], sch.arcs[i], s, float(sch.arcs[i][m2]))
             start = self._first_close(j, way_i, reach_j, distance)
             if start is None or start < self.progress[j] + stopping[j] + room:

@@ -11,6 +11,9 @@ import numpy as np
 
 from toio_navigator.navigation.planner import PlannerOutput
 
+#: up to this many points :func:`pairs_within` measures every pair instead of searching a grid
+BRUTE_MAX = 40
+
 
 def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = None,
                  query: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -32,6 +35,8 @@ def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = N
     key = cells[:, 0] * span + cells[:, 1]
     if group is not None:
         key = key + np.asarray(group, np.int64) * ((int(cells[:, 0].max()) + 2) * span)
+    if n <= BRUTE_MAX:
+        return _pairs_brute(points, cutoff, cells, span, key, query)
     order = np.argsort(key, kind='stable')
     sorted_key = key[order]
     rows = np.arange(n) if query is None else np.asarray(query, np.int64)
@@ -58,6 +63,25 @@ def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = N
     d = np.hypot(*(points[q] - points[p]).T)
     close = d < cutoff
     return q[close], p[close], d[close]
+
+
+def _pairs_brute(points: np.ndarray, cutoff: float, cells: np.ndarray, span: int, key: np.ndarray,
+                 query: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pairs_within` for a few points: every pair looked at at once (a grid search costs more in numpy
+    calls than it saves), returned in the grid search's order, so callers that go through the pairs one by one do
+    the same: by the neighbour cell's offset (dx, then dy), then by the query row, then by index."""
+    rows = np.arange(len(points)) if query is None else np.asarray(query, np.int64)
+    off = cells[None, :, :] - cells[rows][:, None, :]                        # (R, N, 2) cell of p - cell of q
+    # neighbour cells, and the same group: the keys differ by exactly the cells' offset
+    mask = (np.abs(off) <= 1).all(axis=2) & (key[None, :] - key[rows][:, None] == off[..., 0] * span + off[..., 1])
+    mask &= rows[:, None] != np.arange(len(points))[None, :]
+    slot, p = np.nonzero(mask)                                               # by query row, then by index
+    q = rows[slot]
+    d = np.hypot(*(points[q] - points[p]).T)
+    close = d < cutoff
+    sel = off[slot[close], p[close]]
+    order = np.argsort((sel[:, 0] + 1) * 3 + sel[:, 1] + 1, kind='stable')
+    return q[close][order], p[close][order], d[close][order]
 
 
 def k_nearest(points: np.ndarray, k: int, cutoff: float,

@@ -326,10 +326,13 @@ class CoordinatedPlanner:
         for k in range(n):
             upto = np.arange(ex.progress[k], max(limit[k], ex.progress[k]) + 10.0, 10.0)
             path, arcs = sch.paths[k], sch.arcs[k]
-            soon.append(np.vstack([pos[k][None], np.column_stack([np.interp(upto, arcs, path[:, 0]),
-                                                                  np.interp(upto, arcs, path[:, 1])])]))
-        owner = np.concatenate([np.full(len(pts), k) for k, pts in enumerate(soon)])
-        soon = np.vstack(soon)
+            pts = np.empty((len(upto) + 1, 2))
+            pts[0] = pos[k]
+            pts[1:, 0] = np.interp(upto, arcs, path[:, 0])
+            pts[1:, 1] = np.interp(upto, arcs, path[:, 1])
+            soon.append(pts)
+        owner = np.repeat(np.arange(n), [len(pts) for pts in soon])
+        soon = np.concatenate(soon)
         wide = 2.0 * self.graph.D
         walls = self.graph.lattice.walls
         wall_room = 0.5 * self.graph.D + p.corner_cut_wide     # a corner this far from walls may be cut wide
