@@ -38,7 +38,9 @@ def point_at(path: np.ndarray, arcs: np.ndarray, s: float) -> np.ndarray:
 def sub_path(path: np.ndarray, arcs: np.ndarray, s0: float, s1: float) -> np.ndarray:
     """The points of the path between arc lengths s0 and s1 (its vertices in between, and both ends)."""
     inner = path[(arcs > s0) & (arcs < s1)]
-    return np.vstack([point_at(path, arcs, s0)[None], inner, point_at(path, arcs, s1)[None]])
+    out = np.empty((len(inner) + 2, 2))
+    out[0], out[1:-1], out[-1] = point_at(path, arcs, s0), inner, point_at(path, arcs, s1)
+    return out
 
 
 class Execution:
@@ -241,7 +243,8 @@ class Execution:
             return None
         samples = np.arange(s0, reach + SAMPLE, SAMPLE)
         path, arcs = sch.paths[j], sch.arcs[j]
-        pts = np.column_stack([np.interp(samples, arcs, path[:, 0]), np.interp(samples, arcs, path[:, 1])])
+        pts = np.empty((len(samples), 2))
+        pts[:, 0], pts[:, 1] = np.interp(samples, arcs, path[:, 0]), np.interp(samples, arcs, path[:, 1])
         d = point_segment_distance(pts[:, None, :], way[None, :-1], way[None, 1:]).min(axis=1)
         close = np.nonzero(d < distance - HAIR)[0]
         return float(samples[close[0]]) if close.size else None

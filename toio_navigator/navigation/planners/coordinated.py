@@ -35,6 +35,7 @@ from toio_navigator.navigation.planner import PlannerOutput, SwarmState
 from toio_navigator.navigation.planners.common import pairs_within
 
 UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
+WALL_CHECKS = np.linspace(0.0, 1.0, 6)   # fractions of a cube's way ahead checked against the walls
 
 
 @dataclass
@@ -480,7 +481,7 @@ class CoordinatedPlanner:
         moving = np.nonzero(speed > 0.0)[0]
         if len(walls) == 0 or moving.size == 0:
             return speed
-        t = np.linspace(0.0, 1.0, 6)
+        t = WALL_CHECKS
         way = np.column_stack([np.cos(heading[moving]), np.sin(heading[moving])])
         reach = (speed[moving] * react[moving])[:, None, None] * t[None, :, None]
         ahead = pos[moving][:, None, :] + way[:, None, :] * reach              # (M, 6, 2)
