@@ -130,60 +130,133 @@ class Execution:
 
     def limits(self, pos: np.ndarray, horizon: np.ndarray) -> np.ndarray:
         """How far along its path each cube may go now (arc length), looking ``horizon`` (N,) beyond its
-        progress. ``binding[i]``: (segment, cube) of the gate that holds cube i, or None."""
+        progress. ``binding[i]``: (segment, cube) of the gate that holds cube i, or None. The first segment with
+        live gates of every cube is measured in one batch (it holds most held cubes); the rest cube by cube."""
         sch = self.schedule
         out = self.progress.copy()
         self.binding: list[tuple[int, int] | None] = [None] * sch.n
+        until = np.minimum(self.progress + horizon, self.ends)
+        jobs = []
         for i in range(sch.n):
-            out[i], self.binding[i] = self._limit(i, pos, float(self.progress[i] + horizon[i]))
+            found = self._next_live(i, float(until[i]))
+            if isinstance(found, tuple):
+                jobs.append(found)
+            else:
+                out[i] = found
+        for job, held in zip(jobs, self._check(jobs, pos)):
+            i, m, _lo, hi, _live = job
+            if held is None:
+                held = (float(until[i]), None) if hi >= until[i] else self._limit(i, pos, float(until[i]), m=m + 1)
+            out[i], self.binding[i] = held
         return out
 
-    def _limit(self, i: int, pos: np.ndarray, until: float, skip: int = -1):
-        """(limit of cube i, (segment, cube) of the gate that sets it or None); gates on cube ``skip`` left out."""
+    def _limit(self, i: int, pos: np.ndarray, until: float, skip: int = -1, m: int | None = None):
+        """(limit of cube i, (segment, cube) of the gate that sets it or None); gates on cube ``skip`` left out;
+        from its segment ``m`` on (default: the one it is on)."""
+        until = min(until, float(self.schedule.arcs[i][-1]))
+        while True:
+            found = self._next_live(i, until, skip, m)
+            if not isinstance(found, tuple):
+                return found, None
+            held = self._check([found], pos)[0]
+            if held is not None:
+                return held
+            _i, m, _lo, hi, _live = found
+            if hi >= until:
+                return until, None
+            m += 1
+
+    def _next_live(self, i: int, until: float, skip: int = -1, m: int | None = None):
+        """Cube i's first segment from ``m`` on (default: the one it is on) with a gate still to be passed before
+        arc length ``until`` (not beyond its end): (i, segment, lo, hi, live gates), lo..hi the stretch of it to
+        look at; or, if there is none, the limit (until, or its end if it is there already)."""
         sch = self.schedule
-        path, arcs, gates = sch.paths[i], sch.arcs[i], sch.gates[i]
+        arcs, gates = sch.arcs[i], sch.gates[i]
         s = float(self.progress[i])
         end = float(arcs[-1])
-        until = min(until, end)
         if s >= end:
-            return end, None
-        m = max(1, int(np.searchsorted(arcs, s, side='right')))
+            return end
+        if m is None:
+            m = max(1, int(np.searchsorted(arcs, s, side='right')))
         while m < len(arcs) and arcs[m - 1] <= until:
             lo, hi = max(s, float(arcs[m - 1])), min(until, float(arcs[m]))
             live = [(j, reach, dist) for j, reach, dist, leave in gates[m]
                     if j != skip and self.waiting(j, reach, leave)]
             if live:
-                count = max(2, int(np.ceil((hi - lo) / SAMPLE)) + 1)
-                # np.linspace(lo, hi, count), without its overhead (same numbers: it computes exactly this)
-                samples = np.arange(count, dtype=float) * ((hi - lo) / (count - 1)) + lo
-                samples[-1] = hi
-                a, b = path[m - 1], path[m]
-                span = max(float(arcs[m] - arcs[m - 1]), 1e-12)
-                pts = a + ((samples - arcs[m - 1]) / span)[:, None] * (b - a)
-                # every live gate at once: the way each other cube still has to go to its gate, as segments, and
-                # where that cube is; a sample is bad for a gate if any of them is too near (columns: the ways'
-                # segments, then the positions)
-                feet = [self._foot(j, reach) for j, reach, _ in live]
-                owner = np.repeat(np.arange(len(feet)), [len(f) - 1 for f in feet])
-                ends_a = np.concatenate([f[:-1] for f in feet])
-                ends_b = np.concatenate([f[1:] for f in feet])
-                dist = np.array([g[2] for g in live])
-                there = pos[[g[0] for g in live]]
-                near = np.hypot(pts[:, None, 0] - there[None, :, 0], pts[:, None, 1] - there[None, :, 1])
-                # (less a hair: on the lattice, distances of exactly the pair distance are common)
-                bad = np.hstack([point_segment_distance(pts[:, None, :], ends_a[None], ends_b[None])
-                                 < (dist - HAIR)[owner], near < dist - self.stray])
-                hit = bad.any(axis=0)
-                if hit.any():
-                    first = np.where(hit, bad.argmax(axis=0), count)
-                    column = np.concatenate([owner, np.arange(len(feet))])
-                    early = first.min()
-                    g = int(column[first == early].min())   # the earliest sample; of those, the gate listed first
-                    return (float(samples[early - 1]) if early else lo), (m, live[g][0])
+                return i, m, lo, hi, live
             if hi >= until:
-                return until, None
+                return until
             m += 1
-        return until, None
+        return until
+
+    def _check(self, jobs: list, pos: np.ndarray) -> list:
+        """For each job (i, m, lo, hi, live) of :meth:`_next_live`, all at once: (limit, (m, cube of the gate
+        that sets it)) if a point of cube i's segment m between lo and hi (sampled every :data:`SAMPLE`) comes
+        too near to one of the live gates, else None. A point is too near to a gate on cube j if it is closer
+        than the gate's distance (less a hair: on the lattice, distances of exactly the pair distance are common)
+        to the way j still has to go to the gate, or closer than that less ``stray`` to j's measured position.
+        The limit is the last sample before the first such point; of gates hit first, the one listed first."""
+        if not jobs:
+            return []
+        sch = self.schedule
+        counts = np.array([max(2, int(np.ceil((hi - lo) / SAMPLE)) + 1) for _i, _m, lo, hi, _l in jobs])
+        lo = np.array([job[2] for job in jobs])
+        hi = np.array([job[3] for job in jobs])
+        job_of = np.repeat(np.arange(len(jobs)), counts)
+        first = np.cumsum(counts) - counts
+        local = np.arange(int(counts.sum())) - first[job_of]              # sample number within its job
+        # np.linspace(lo, hi, count) for every job (the same numbers: it computes exactly this)
+        samples = local * ((hi - lo) / (counts - 1))[job_of] + lo[job_of]
+        samples[first + counts - 1] = hi
+        a = np.array([sch.paths[i][m - 1] for i, m, *_ in jobs])
+        b = np.array([sch.paths[i][m] for i, m, *_ in jobs])
+        start = np.array([sch.arcs[i][m - 1] for i, m, *_ in jobs])
+        span = np.array([max(float(sch.arcs[i][m] - sch.arcs[i][m - 1]), 1e-12) for i, m, *_ in jobs])
+        pts = a[job_of] + ((samples - start[job_of]) / span[job_of])[:, None] * (b - a)[job_of]
+        # columns: the segments of every live gate's way, then the gates' cubes where they are
+        seg_a, seg_b, seg_job, seg_gate, seg_limit = [], [], [], [], []
+        at, at_job, at_gate, at_limit = [], [], [], []
+        for k, (_i, _m, _lo, _hi, live) in enumerate(jobs):
+            for g, (j, reach, dist) in enumerate(live):
+                foot = self._foot(j, reach)
+                seg_a.append(foot[:-1])
+                seg_b.append(foot[1:])
+                seg_job += [k] * (len(foot) - 1)
+                seg_gate += [g] * (len(foot) - 1)
+                seg_limit += [dist - HAIR] * (len(foot) - 1)
+                at.append(j)
+                at_job.append(k)
+                at_gate.append(g)
+                at_limit.append(dist - self.stray)
+        col_job = np.array(seg_job + at_job)
+        col_gate = np.array(seg_gate + at_gate)
+        n_seg = len(seg_job)
+        # every (sample, column) of the same job
+        per_col = counts[col_job]
+        col = np.repeat(np.arange(len(col_job)), per_col)
+        row = np.arange(int(per_col.sum())) - np.repeat(np.cumsum(per_col) - per_col, per_col) + first[col_job][col]
+        is_seg = col < n_seg
+        bad = np.empty(len(col), bool)
+        ends_a, ends_b = np.concatenate(seg_a), np.concatenate(seg_b)
+        r, c = row[is_seg], col[is_seg]
+        bad[is_seg] = point_segment_distance(pts[r], ends_a[c], ends_b[c]) < np.array(seg_limit)[c]
+        r, c = row[~is_seg], col[~is_seg] - n_seg
+        there = pos[np.array(at)][c]
+        bad[~is_seg] = np.hypot(pts[r, 0] - there[:, 0], pts[r, 1] - there[:, 1]) < np.array(at_limit)[c]
+        out: list = [None] * len(jobs)
+        if not bad.any():
+            return out
+        hit_job, hit_sample, hit_gate = job_of[row[bad]], local[row[bad]], col_gate[col[bad]]
+        early = np.full(len(jobs), np.iinfo(np.int64).max)
+        np.minimum.at(early, hit_job, hit_sample)
+        sel = hit_sample == early[hit_job]
+        gate = np.full(len(jobs), np.iinfo(np.int64).max)
+        np.minimum.at(gate, hit_job[sel], hit_gate[sel])
+        for k in np.unique(hit_job):
+            e = int(early[k])
+            limit = float(samples[first[k] + e - 1]) if e else float(lo[k])
+            out[k] = (limit, (jobs[k][1], jobs[k][4][int(gate[k])][0]))
+        return out
 
     # ---------------------------------------------------------------------------------------------- reordering
     def reorder(self, pos: np.ndarray, stopping: np.ndarray, distance: float, room: float) -> int:
@@ -213,13 +286,13 @@ class Execution:
             if reach_j + 2.0 * SAMPLE <= self.progress[j] + stopping[j] + room:
                 continue                        # j is nearer than that to the end of the conflict, so to its start
             s = float(self.progress[i])
-            free, _held = self._limit(i, pos, s + room + SAMPLE, skip=j)
-            if free < s + room:
-                continue                        # something else holds it too
             way_i = sub_path(sch.paths[i], sch.arcs[i], s, float(sch.arcs[i][m2]))
             start = self._first_close(j, way_i, reach_j, distance)
             if start is None or start < self.progress[j] + stopping[j] + room:
-                continue
+                continue                        # (the commonest reason: looked at first)
+            free, _held = self._limit(i, pos, s + room + SAMPLE, skip=j)
+            if free < s + room:
+                continue                        # something else holds it too
             arcs_j = sch.arcs[j]
             first_seg = max(1, int(np.searchsorted(arcs_j, start, side='right')))
             last_seg = max(first_seg, int(np.searchsorted(arcs_j, reach_j - 1e-6, side='left')))
