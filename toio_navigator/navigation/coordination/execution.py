@@ -30,7 +30,7 @@ def point_at(path: np.ndarray, arcs: np.ndarray, s: float) -> np.ndarray:
         return path[0].copy()
     if s >= arcs[-1]:
         return path[-1].copy()
-    m = int(np.searchsorted(arcs, s, side='right'))
+    m = int(arcs.searchsorted(s, side='right'))
     t = (s - arcs[m - 1]) / max(arcs[m] - arcs[m - 1], 1e-12)
     return path[m - 1] + t * (path[m] - path[m - 1])
 
@@ -79,7 +79,7 @@ class Execution:
             path, arcs = sch.paths[i], sch.arcs[i]
             s = float(self.progress[i])
             best = s
-            m = max(1, int(np.searchsorted(arcs, s, side='right')))
+            m = max(1, int(arcs.searchsorted(s, side='right')))
             while m < len(arcs):
                 a, b = path[m - 1], path[m]
                 ab = b - a
@@ -114,7 +114,7 @@ class Execution:
             arcs = self.schedule.arcs[j]
             if self.progress[j] >= arcs[-1] - self.release and arcs[-1] > reach:
                 return False                    # it has gone on to the end of its path (a goal beside the vertex)
-            k = min(int(np.searchsorted(arcs, reach + 1e-6)), len(arcs) - 1)
+            k = min(int(arcs.searchsorted(reach + 1e-6)), len(arcs) - 1)
             return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
         return self.progress[j] < reach - self.release
 
@@ -177,7 +177,7 @@ class Execution:
         if s >= end:
             return end
         if m is None:
-            m = max(1, int(np.searchsorted(arcs, s, side='right')))
+            m = max(1, int(arcs.searchsorted(s, side='right')))
         while m < len(arcs) and arcs[m - 1] <= until:
             lo, hi = max(s, float(arcs[m - 1])), min(until, float(arcs[m]))
             live = [(j, reach, dist) for j, reach, dist, leave in gates[m]
@@ -294,8 +294,8 @@ class Execution:
             if free < s + room:
                 continue                        # something else holds it too
             arcs_j = sch.arcs[j]
-            first_seg = max(1, int(np.searchsorted(arcs_j, start, side='right')))
-            last_seg = max(first_seg, int(np.searchsorted(arcs_j, reach_j - 1e-6, side='left')))
+            first_seg = max(1, int(arcs_j.searchsorted(start, side='right')))
+            last_seg = max(first_seg, int(arcs_j.searchsorted(reach_j - 1e-6, side='left')))
             # j will wait until i has left the vertex ending segment m2, i.e. until i is on its next segment
             if self._depends(i, m2 + 1, j, first_seg, (m, m2)):
                 continue
@@ -326,7 +326,7 @@ class Execution:
         """Does cube i's segment m wait, directly or through other cubes, for cube j's segment ``from_seg`` or a
         later one (leaving out the gates of i's segments ``turning`` on j, which are being turned round)?"""
         sch = self.schedule
-        current = [max(1, int(np.searchsorted(a, p, side='right'))) for a, p in zip(sch.arcs, self.progress)]
+        current = [max(1, int(a.searchsorted(p, side='right'))) for a, p in zip(sch.arcs, self.progress)]
         seen = set()
         todo = [(i, m)]
         while todo:
@@ -342,6 +342,6 @@ class Execution:
                     continue
                 if self.waiting(y, reach, leave):
                     arcs_y = sch.arcs[y]
-                    ky = int(np.searchsorted(arcs_y, reach - 1e-6, side='left')) + (1 if leave else 0)
+                    ky = int(arcs_y.searchsorted(reach - 1e-6, side='left')) + (1 if leave else 0)
                     todo.append((y, min(ky, len(arcs_y) - 1)))
         return False

@@ -196,7 +196,7 @@ class CoordinatedPlanner:
             for k, i in enumerate(idx):
                 arcs = ex.schedule.arcs[k]
                 # a disc follows its path exactly: each step ends at the next vertex at the latest
-                corner = arcs[min(int(np.searchsorted(arcs, ex.progress[k] + 1e-9, side='right')), len(arcs) - 1)]
+                corner = arcs[min(int(arcs.searchsorted(ex.progress[k] + 1e-9, side='right')), len(arcs) - 1)]
                 target = point_at(ex.schedule.paths[k], arcs, min(ex.progress[k] + step_len[k], corner))
                 out.velocity[i] = (target - pos[i]) / dt
                 out.waypoint[i] = point_at(ex.schedule.paths[k], ex.schedule.arcs[k], float(limit[k]))
@@ -212,7 +212,7 @@ class CoordinatedPlanner:
         out = {}
         sch = ex.schedule
         for k in range(sch.n):
-            m = int(np.searchsorted(sch.arcs[k], ex.progress[k], side='right'))
+            m = int(sch.arcs[k].searchsorted(ex.progress[k], side='right'))
             if m < len(sch.arcs[k]):
                 held = sorted({int(self.agents[j]) for j, reach, _d, leave in sch.gates[k][m]
                                if ex.waiting(j, reach, leave)})
@@ -346,7 +346,7 @@ class CoordinatedPlanner:
             v = min(max(float(min((free - running[k] * lead[k]) / run, free / (lead[k] + run))), 0.0), float(vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
             reach = s + p.lookahead
-            for m in range(int(np.searchsorted(arcs, s, side='right')), len(arcs) - 1):
+            for m in range(int(arcs.searchsorted(s, side='right')), len(arcs) - 1):
                 corner = float(arcs[m])
                 if corner - s > v * react[k] + p.lookahead:
                     break
@@ -383,7 +383,7 @@ class CoordinatedPlanner:
                 if gap > 1e-6:
                     target = pos[k] + (target - pos[k]) * (far / gap)
                 elif len(path) > 1:
-                    m = min(max(1, int(np.searchsorted(arcs, reach - 1e-6, side='right'))), len(arcs) - 1)
+                    m = min(max(1, int(arcs.searchsorted(reach - 1e-6, side='right'))), len(arcs) - 1)
                     way = path[m] - path[m - 1]
                     target = pos[k] + way / max(float(np.hypot(*way)), 1e-9) * far
             waypoint[k] = target
