@@ -1,4 +1,5 @@
-"""Array containers shared by the HLAvoid and Boids kernels, and per-ego reductions over pair lists.
+"""Array containers shared by the HLAvoid and Boids kernels, per-ego reductions over pair lists, and the index
+arrays of groups laid end to end (:func:`ragged`).
 
 The kernels answer B queries at once. Each ego row holds the ego's state, its own margins and its target; the
 robots an ego knows about come as a flat *pair list* sorted by ego index (one row per (ego, other) pair), so a
@@ -56,6 +57,13 @@ class PairBatch:
 def empty_pairs() -> PairBatch:
     z = np.zeros(0)
     return PairBatch(np.zeros(0, dtype=np.intp), z, z, z, z, z, z, z, np.zeros(0, dtype=bool))
+
+
+def ragged(counts) -> tuple[np.ndarray, np.ndarray]:
+    """Groups of ``counts`` items laid end to end: (the group of each item, its place within its group)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    group = np.repeat(np.arange(len(counts)), counts)
+    return group, np.arange(int(counts.sum())) - (np.cumsum(counts) - counts)[group]
 
 
 def _starts(ego: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toio_navigator.navigation.batch import EgoBatch, PairBatch
+from toio_navigator.navigation.batch import EgoBatch, PairBatch, ragged
 from toio_navigator.navigation.navigator import Direction, Mode, NaviBatch, navigate
 from toio_navigator.navigation.params import NavigatorParams
 
@@ -51,10 +51,9 @@ def neighbour_pairs(pos: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndar
     found = ukey[loc_c] == want
     start = np.where(found, ustart[loc_c], 0).ravel()
     count = np.where(found, ucount[loc_c], 0).ravel()
-    total = int(count.sum())
-    ego = np.repeat(np.repeat(np.arange(n), 9), count)
-    first = np.repeat(np.cumsum(count) - count, count)
-    other = order[np.repeat(start, count) + (np.arange(total) - first)]
+    slot, within = ragged(count)                                 # slot = ego * 9 + neighbour cell
+    ego = slot // 9
+    other = order[start[slot] + within]
     px, py = pos[:, 0].copy(), pos[:, 1].copy()
     dx = px[ego] - px[other]
     dy = py[ego] - py[other]

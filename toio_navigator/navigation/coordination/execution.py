@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from toio_navigator.navigation.batch import ragged
 from toio_navigator.navigation.coordination.geometry import point_segment_distance
 from toio_navigator.navigation.coordination.schedule import Schedule
 
@@ -202,9 +203,8 @@ class Execution:
         counts = np.array([max(2, int(np.ceil((hi - lo) / SAMPLE)) + 1) for _i, _m, lo, hi, _l in jobs])
         lo = np.array([job[2] for job in jobs])
         hi = np.array([job[3] for job in jobs])
-        job_of = np.repeat(np.arange(len(jobs)), counts)
+        job_of, local = ragged(counts)                                     # each sample's job, its number in it
         first = np.cumsum(counts) - counts
-        local = np.arange(int(counts.sum())) - first[job_of]              # sample number within its job
         # np.linspace(lo, hi, count) for every job (the same numbers: it computes exactly this)
         samples = local * ((hi - lo) / (counts - 1))[job_of] + lo[job_of]
         samples[first + counts - 1] = hi
@@ -232,9 +232,8 @@ class Execution:
         col_gate = np.array(seg_gate + at_gate)
         n_seg = len(seg_job)
         # every (sample, column) of the same job
-        per_col = counts[col_job]
-        col = np.repeat(np.arange(len(col_job)), per_col)
-        row = np.arange(int(per_col.sum())) - np.repeat(np.cumsum(per_col) - per_col, per_col) + first[col_job][col]
+        col, within = ragged(counts[col_job])
+        row = first[col_job][col] + within
         is_seg = col < n_seg
         bad = np.empty(len(col), bool)
         ends_a, ends_b = np.concatenate(seg_a), np.concatenate(seg_b)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toio_navigator.navigation.batch import ragged
 from toio_navigator.navigation.planner import PlannerOutput
 
 #: up to this many points :func:`pairs_within` measures every pair instead of searching a grid
@@ -47,14 +48,11 @@ def pairs_within(points: np.ndarray, cutoff: float, group: np.ndarray | None = N
             lo = np.searchsorted(sorted_key, target, 'left')
             hi = np.searchsorted(sorted_key, target, 'right')
             counts = hi - lo
-            total = int(counts.sum())
-            if total == 0:
+            if not counts.any():
                 continue
-            q = np.repeat(rows, counts)
-            first = np.repeat(lo - np.cumsum(counts) + counts, counts)
-            p = order[first + np.arange(total)]
-            q_out.append(q)
-            p_out.append(p)
+            slot, within = ragged(counts)           # each candidate's query row, and its place in that cell
+            q_out.append(rows[slot])
+            p_out.append(order[lo[slot] + within])
     if not q_out:
         return empty
     q, p = np.concatenate(q_out), np.concatenate(p_out)
