@@ -130,6 +130,32 @@ def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_pat
         reader.close()
 
 
+def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp_path):
+    """On a stop the recorder writes what was published before it. A topic that keeps publishing (cube states)
+    must not keep it from seeing that a quiet one (a goal sent once) has nothing more: it finalises at once, not
+    after giving up (the demo under load once lost its bag so: its recorder was killed while waiting)."""
+    out = tmp_path / 'busy_quiet'
+    pub = _start([str(REPO / 'test' / 'fast_publisher.py'), '2', str(2**62), 'quiet'], child_env, module=False)
+    rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS[:2], '/fast/quiet/state', '-o', str(out),
+                  '--navigator', ''], child_env)
+    try:
+        # the quiet topic's publisher exists before the busy ones publish: discovered by then
+        while not ((out / 'busy_quiet.mcap').is_file() and (out / 'busy_quiet.mcap').stat().st_size > 2_000 * 150):
+            assert rec.poll() is None and pub.poll() is None, (rec.poll(), pub.poll())
+            time.sleep(0.1)
+        rec.send_signal(signal.SIGTERM)
+        rec.wait(timeout=60)
+        log = rec.stdout.read()
+    finally:
+        _stop(rec)
+        _stop(pub)
+    assert rec.returncode == 0, log
+    assert 'still behind' not in log, log
+    written = re.search(r'after SIGTERM, finalised in ([\d.]+) s', log)
+    assert written and float(written[1]) < record_cli.DRAIN_CAP_S / 2, log
+    assert (out / 'metadata.yaml').is_file()
+
+
 def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
     def record(args):
         parser = argparse.ArgumentParser()

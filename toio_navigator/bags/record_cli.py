@@ -109,6 +109,7 @@ class TopicRecorder:
         self.include_hidden = include_hidden
         self.skipped: dict[str, str] = {}
         self.newest_source_ns: dict[str, int] = {}    # per topic: when the newest written message was published
+        self.closed_to_new = False                    # stopping: no new subscription
         self._subs: dict[str, object] = {}
 
     def _absolute(self, topic: str) -> str:
@@ -120,6 +121,8 @@ class TopicRecorder:
         # reliable even where the publishers are: one sample lost on a busy host then holds back every later one
         # until DDS repairs it (seconds), and a recorder stopped meanwhile loses the run's last seconds
         qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+        if self.closed_to_new:
+            return len(self._subs)
         for name, types in self.node.get_topic_names_and_types():
             if name in self._subs or name in self.skipped or name in self.exclude:
                 continue
@@ -149,9 +152,14 @@ class TopicRecorder:
         self.newest_source_ns[topic] = info['source_timestamp']
 
     def caught_up(self, stop_ns: int) -> bool:
-        """Every recorded topic has given a message published at or after ``stop_ns`` (system clock, as DDS
-        source timestamps are): what each topic published before the stop is in the bag (or was lost by DDS)."""
-        return all(self.newest_source_ns.get(t, 0) >= stop_ns for t in self._subs)
+        """Has every recorded topic given a message published at or after ``stop_ns`` (system clock, as DDS
+        source timestamps are)? Then what each published before the stop is in the bag (or was lost by DDS). A
+        topic that has is no longer listened to, and no topic is added any more: the states of cubes still
+        running would otherwise keep the drain busy for ever while a quiet topic (a goal sent once) waits."""
+        self.closed_to_new = True
+        for topic in [t for t in self._subs if self.newest_source_ns.get(t, 0) >= stop_ns]:
+            self.node.destroy_subscription(self._subs.pop(topic))
+        return not self._subs
 
     def stop(self) -> None:
         for sub in self._subs.values():
@@ -181,8 +189,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _drain(executor, recorder: TopicRecorder, writer: BagWriter, context) -> bool:
     """Write what was published before the stop: a recorder a second behind on a loaded host still records the
-    last result a demo waited for. Takes messages until every topic has given one published after the stop, or
-    until nothing more is waiting (a topic gone quiet); False if :data:`DRAIN_CAP_S` ran out first."""
+    last result a demo waited for. Takes messages until every topic has given one published after the stop
+    (each such topic is then left alone), or until nothing more is waiting for the rest (topics gone quiet);
+    False if :data:`DRAIN_CAP_S` ran out first."""
     stop_ns = time.time_ns()
     until = time.monotonic() + DRAIN_CAP_S
     idle = 0
