@@ -1,6 +1,6 @@
 """`toio-nav demo` end to end (4 cubes, to keep it short): every cube arrives without contact, the summary is
-printed, the mcap bag holds the navigator's topics decodable and replays with zero divergence, the PNG is
-written. Plus the bag writer on its own and the demo's refusals."""
+printed, the mcap bag (in place of a previous run's unfinalised one) holds the navigator's topics decodable and
+replays with zero divergence, the PNG is written. Plus the bag writer on its own and the demo's refusals."""
 from __future__ import annotations
 
 import math
@@ -15,7 +15,7 @@ pytest.importorskip('toio_navigator.msg')
 
 from rosbags.highlevel import AnyReader  # noqa: E402
 
-from toio_navigator.bags.record import BagError, BagWriter  # noqa: E402
+from toio_navigator.bags.record import UNFINALISED, BagError, BagWriter  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 from toio_navigator.demo_cli import Tracker, swap_goals  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
@@ -35,6 +35,10 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
                    '/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    id_notify_interval_ms: 20\n'
                    f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n    ground_truth_rate_hz: 50.0\n')
     out = tmp_path / 'out'
+    # what a previous demo leaves when its recorder is killed before finalising: replaced, not refused
+    (out / 'bag').mkdir(parents=True)
+    (out / 'bag' / UNFINALISED).write_text('{"storage": "mcap", "custom_data": {}}')
+    (out / 'bag' / 'bag.mcap').write_bytes(b'\x89MCAP0\r\n')
     run = demo(['--out', str(out), '--params-file', str(profiles.config_dir() / 'navigator.yaml'),
                 '--params-file', str(cfg), '--timeout', '60'], child_env)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

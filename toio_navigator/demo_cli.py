@@ -33,6 +33,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
+from toio_navigator.bags.record import UNFINALISED
 from toio_navigator.bags.replay import ReplayError, read_parameter_files
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
@@ -209,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
         if bag_dir.exists():
-            if not (bag_dir / 'metadata.yaml').exists() and any(bag_dir.iterdir()):
+            # a previous demo's bag: finalised, or left unfinalised by a recorder that was killed
+            ours = (bag_dir / 'metadata.yaml').exists() or (bag_dir / UNFINALISED).exists()
+            if not ours and any(bag_dir.iterdir()):
                 raise DemoError(f'{bag_dir} exists and is not a bag of a previous demo; not overwriting it')
             shutil.rmtree(bag_dir)
     except (OSError, DemoError) as exc:
@@ -357,6 +360,10 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
     counts = bag_message_counts(bag_dir)
     for line in _recorder_complaints(log_dir / 'record.log'):
         print(f'  recorder:          {line}')
+    if not (bag_dir / 'metadata.yaml').exists():
+        ok = False
+        print(f'  bag:               NOT finalised: the recorder did not stop in time (see {log_dir / "record.log"}); '
+              f'`toio-nav repair {bag_dir}` rebuilds what it holds')
     print(f'  recorded {sum(counts.values())} messages on {sum(1 for c in counts.values() if c)} topics; total run '
           f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
     return 0 if ok else 1
@@ -411,9 +418,10 @@ def bag_message_counts(bag_dir: Path) -> dict[str, int]:
 
 
 def _recorder_complaints(log: Path) -> list[str]:
-    """The recorder's stderr lines worth showing (skipped topics, a navigator that never answered)."""
+    """The recorder's stderr lines worth showing (skipped topics, a navigator that never answered, a drain that
+    gave up)."""
     try:
         lines = log.read_text().splitlines()
     except OSError:
         return ['no log']
-    return [ln.strip() for ln in lines if 'skipped' in ln or 'never' in ln or 'Traceback' in ln][:10]
+    return [ln.strip() for ln in lines if any(w in ln for w in ('skipped', 'never', 'still behind', 'Traceback'))][:10]
