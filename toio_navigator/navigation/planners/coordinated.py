@@ -12,8 +12,9 @@ Layers, each in ``navigation/coordination``:
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
 * execution (``execution``, here): every tick each cube's progress is measured and its limit computed from the
   others' progress; a real cube gets the speed that lets it stop within its limit when its command takes
-  effect after the state's age + a typical link latency (``gate_latency``; the pair distance's margin takes a
-  slower link) and runs its own duration + the motor's lag, and a waypoint along its path that cuts corners by
+  effect after the state's age + a typical link latency (``gate_latency``), the commands sent just before it
+  running until then (``gate_lost``), and runs its own duration + the motor's lag (the pair distance's margin
+  takes a slower link or a lost write), and a waypoint along its path that cuts corners by
   at most ``corner_cut``; the safety layer under it reckons with the link's worst latency.
 
 A cube that strays from its path, a change of goals or of the cubes that can move, or a long stop without
@@ -50,6 +51,11 @@ class CoordinatedParams:
     gate_latency: float = 0.10    # s the law that stops a cube before its gate's limit assumes instead: a typical
                                   # latency (0.16 there made cubes crawl up to every limit; the pair distance's
                                   # margin takes the rest); the safety layer keeps link_latency
+    gate_lost: bool = False       # that law takes the cube to run, until the new command takes effect, the fastest
+                                  # command sent within a link latency + a tick (one of them is running or comes
+                                  # next), not also those a lost write leaves running for their duration (rare:
+                                  # the pair distance's margin takes it); with them cubes stopped and went at every
+                                  # limit. The safety layer keeps them all
     motor_lag: float = 0.05       # s the wheels run on after a stop
     stop_margin: float = 1.0      # u a real cube keeps before its limit (the pair distance has the margins)
     lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
@@ -179,8 +185,10 @@ class CoordinatedPlanner:
             # where a turning cube will be heading when the next command takes effect (it turns on meanwhile)
             rate = self._turn_rate(idx, heading, self.clock - age[idx])
             later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
-            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react, running[idx],
-                                          gate_before)
+            recent = [v for t, v in self._sent if self.clock - t < p.link_latency + dt + 1e-9]
+            sending = np.max(recent, axis=0) if recent else np.zeros(n)
+            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react,
+                                          (running if p.gate_lost else sending)[idx], gate_before)
             everyone = np.asarray(state.heading, float)
             in_flight = running[:, None] * np.column_stack([np.cos(everyone), np.sin(everyone)])
             speed = self._keep_apart(pos, idx, heading, later, waypoint, speed,
@@ -308,11 +316,12 @@ class CoordinatedPlanner:
     def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, later: np.ndarray, limit: np.ndarray,
                vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]):
         """Speed (u/s) and waypoint of each real cube. The speed alone decides where it stops: whatever the
-        latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at up to
-        ``running``, the fastest command still under way; then the new one runs ``before[1]`` s); slower for
-        corners; below the wheels' dead zone it creeps until it is ``creep_stop`` from its limit. The waypoint
-        only steers: ``lookahead`` along the path, round a corner no further than cuts it by ``corner_cut`` (a
-        sharp corner: onto it), and never within CubeHandle's reach (where it would stop by itself)."""
+        latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at
+        ``running``, the command it is taken to run (``gate_lost``); then the new one runs ``before[1]`` s);
+        slower for corners; below the wheels' dead zone it creeps until it is ``creep_stop`` from its limit. The
+        waypoint only steers: ``lookahead`` along the path, round a corner no further than cuts it by
+        ``corner_cut`` (a sharp corner: onto it), and never within CubeHandle's reach (where it would stop by
+        itself)."""
         lead, run = before
         p = self.params
         sch = ex.schedule
