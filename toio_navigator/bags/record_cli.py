@@ -151,11 +151,11 @@ class TopicRecorder:
         self.writer.write(topic, stamp_ns, raw)
         self.newest_source_ns[topic] = info['source_timestamp']
 
-    def caught_up(self, stop_ns: int) -> bool:
-        """Has every recorded topic given a message published at or after ``stop_ns`` (system clock, as DDS
-        source timestamps are)? Then what each published before the stop is in the bag (or was lost by DDS). A
-        topic that has is no longer listened to, and no topic is added any more: the states of cubes still
-        running would otherwise keep the drain busy for ever while a quiet topic (a goal sent once) waits."""
+    def drop_caught_up(self, stop_ns: int) -> bool:
+        """Stop listening to every topic that has given a message published at or after ``stop_ns`` (system
+        clock, as DDS source timestamps are): what it published before the stop is in the bag (or was lost by
+        DDS). From now on no topic is added. True once no topic is left. (The states of cubes still running
+        would otherwise keep a drain busy for ever while a quiet topic, a goal sent once, holds it open.)"""
         self.closed_to_new = True
         for topic in [t for t in self._subs if self.newest_source_ns.get(t, 0) >= stop_ns]:
             self.node.destroy_subscription(self._subs.pop(topic))
@@ -195,7 +195,7 @@ def _drain(executor, recorder: TopicRecorder, writer: BagWriter, context) -> boo
     stop_ns = time.time_ns()
     until = time.monotonic() + DRAIN_CAP_S
     idle = 0
-    while idle < 3 and context.ok() and not recorder.caught_up(stop_ns):
+    while idle < 3 and context.ok() and not recorder.drop_caught_up(stop_ns):
         if time.monotonic() >= until:
             return False
         before = sum(writer.counts.values())
