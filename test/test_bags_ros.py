@@ -95,6 +95,20 @@ def _duration_s(bag: Path) -> float:
 FAST_TOPICS = [f'/fast/cube{k}/state' for k in range(4)]
 
 
+def _signal_when_written(rec: subprocess.Popen, pub: subprocess.Popen, data_file: Path, size: int, sig) -> str:
+    """Send ``sig`` to the recorder once its data file is larger than ``size`` bytes; stop both; its output."""
+    try:
+        while not (data_file.is_file() and data_file.stat().st_size > size):
+            assert rec.poll() is None and pub.poll() is None, (rec.poll(), pub.poll())
+            time.sleep(0.1)
+        rec.send_signal(sig)
+        rec.wait(timeout=60)
+        return rec.stdout.read()
+    finally:
+        _stop(rec)
+        _stop(pub)
+
+
 @pytest.mark.parametrize('sig, storage', [(signal.SIGINT, 'mcap'), (signal.SIGTERM, 'sqlite3')],
                          ids=['SIGINT-mcap', 'SIGTERM-sqlite3'])
 def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_path, sig, storage):
@@ -105,17 +119,8 @@ def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_pat
     pub = _start([str(REPO / 'test' / 'fast_publisher.py'), '4'], child_env, module=False)
     rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS, '-o', str(out), '-s', storage, '--navigator', ''],
                  child_env)
-    try:
-        # more than 150 bytes per message on disk is more than any CubeState record takes: 10,000 are there
-        while not (data_file.is_file() and data_file.stat().st_size > 10_000 * 150):
-            assert rec.poll() is None and pub.poll() is None, (rec.poll(), pub.poll())
-            time.sleep(0.1)
-        rec.send_signal(sig)
-        rec.wait(timeout=60)
-        log = rec.stdout.read()
-    finally:
-        _stop(rec)
-        _stop(pub)
+    # more than 150 bytes per message on disk is more than any CubeState record takes: 10,000 are there
+    log = _signal_when_written(rec, pub, data_file, 10_000 * 150, sig)
     assert rec.returncode == 0, log
     info = yaml.safe_load((out / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
     assert info['message_count'] >= 10_000, log
@@ -138,17 +143,8 @@ def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp
     pub = _start([str(REPO / 'test' / 'fast_publisher.py'), '2', str(2**62), 'quiet'], child_env, module=False)
     rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS[:2], '/fast/quiet/state', '-o', str(out),
                   '--navigator', ''], child_env)
-    try:
-        # the quiet topic's publisher exists before the busy ones publish: discovered by then
-        while not ((out / 'busy_quiet.mcap').is_file() and (out / 'busy_quiet.mcap').stat().st_size > 2_000 * 150):
-            assert rec.poll() is None and pub.poll() is None, (rec.poll(), pub.poll())
-            time.sleep(0.1)
-        rec.send_signal(signal.SIGTERM)
-        rec.wait(timeout=60)
-        log = rec.stdout.read()
-    finally:
-        _stop(rec)
-        _stop(pub)
+    # the quiet topic's publisher exists before the busy ones publish: discovered by then
+    log = _signal_when_written(rec, pub, out / 'busy_quiet.mcap', 2_000 * 150, signal.SIGTERM)
     assert rec.returncode == 0, log
     assert 'still behind' not in log, log
     written = re.search(r'after SIGTERM, finalised in ([\d.]+) s', log)
