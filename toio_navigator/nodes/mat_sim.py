@@ -171,9 +171,10 @@ class _CubePort:
             command = p.MotorControlTimed.decode(data)
         except p.ProtocolError:
             return data                 # the cube rejects it as it would
-        if command.duration_10ms == 0 or late_s < 0.01:
+        late_10ms = int(late_s * 100.0 + 0.5)      # to the nearest step: truncating let a cube run 10 ms on
+        if command.duration_10ms == 0 or late_10ms == 0:
             return data                 # no limit, or on time
-        left = command.duration_10ms - int(late_s * 100.0)
+        left = command.duration_10ms - late_10ms
         if left < 1:
             self.expired += 1
             return None
