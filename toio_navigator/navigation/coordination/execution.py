@@ -139,11 +139,11 @@ class Execution:
         until = np.minimum(self.progress + horizon, self.ends)
         jobs = []
         for i in range(sch.n):
-            found = self._next_live(i, float(until[i]))
-            if isinstance(found, tuple):
-                jobs.append(found)
+            job = self._next_live(i, float(until[i]))
+            if job is None:
+                out[i] = until[i]
             else:
-                out[i] = found
+                jobs.append(job)
         for job, held in zip(jobs, self._check(jobs, pos)):
             i, m, _lo, hi, _live = job
             if held is None:
@@ -153,30 +153,29 @@ class Execution:
 
     def _limit(self, i: int, pos: np.ndarray, until: float, skip: int = -1, m: int | None = None):
         """(limit of cube i, (segment, cube) of the gate that sets it or None); gates on cube ``skip`` left out;
-        from its segment ``m`` on (default: the one it is on)."""
+        from its segment ``m`` on (default: the one it is on). ``until`` is not before its progress."""
         until = min(until, float(self.schedule.arcs[i][-1]))
         while True:
-            found = self._next_live(i, until, skip, m)
-            if not isinstance(found, tuple):
-                return found, None
-            held = self._check([found], pos)[0]
+            job = self._next_live(i, until, skip, m)
+            if job is None:
+                return until, None
+            held = self._check([job], pos)[0]
             if held is not None:
                 return held
-            _i, m, _lo, hi, _live = found
+            _i, m, _lo, hi, _live = job
             if hi >= until:
                 return until, None
             m += 1
 
-    def _next_live(self, i: int, until: float, skip: int = -1, m: int | None = None):
+    def _next_live(self, i: int, until: float, skip: int = -1, m: int | None = None) -> tuple | None:
         """Cube i's first segment from ``m`` on (default: the one it is on) with a gate still to be passed before
-        arc length ``until`` (not beyond its end): (i, segment, lo, hi, live gates), lo..hi the stretch of it to
-        look at; or, if there is none, the limit (until, or its end if it is there already)."""
+        arc length ``until`` (from its progress up to its end at most): (i, segment, lo, hi, live gates), lo..hi
+        the stretch of it to look at; None if there is none (then ``until`` is its limit)."""
         sch = self.schedule
         arcs, gates = sch.arcs[i], sch.gates[i]
         s = float(self.progress[i])
-        end = float(arcs[-1])
-        if s >= end:
-            return end
+        if s >= float(arcs[-1]):
+            return None                         # at its end (and so is until)
         if m is None:
             m = max(1, int(arcs.searchsorted(s, side='right')))
         while m < len(arcs) and arcs[m - 1] <= until:
@@ -186,9 +185,9 @@ class Execution:
             if live:
                 return i, m, lo, hi, live
             if hi >= until:
-                return until
+                return None
             m += 1
-        return until
+        return None
 
     def _check(self, jobs: list, pos: np.ndarray) -> list:
         """For each job (i, m, lo, hi, live) of :meth:`_next_live`, all at once: (limit, (m, cube of the gate
