@@ -12,8 +12,11 @@ divergence names the time, topic, field and both values.
 
 A tick the bag lost entirely (its NavResults' ``tick`` numbers skip one) changed the navigator's memory in a way
 no message records: differences after it are listed in ``ReplayReport.explained``, not counted as divergence.
-What the replay still assumes: a MotorCommand belongs to the tick of the same cube's next command in order (bags
-recorded before MotorCommand carried its tick's stamp have nothing better); run-time parameter changes
+A MotorCommand belongs to the tick its header stamp names; one the bag lacks in the middle of a recording was lost
+by the recorder (it listens best-effort): noted, not a divergence (whether a command is sent at all follows from
+the NavResult's ``active`` and ``reached``, which are compared). Bags recorded before MotorCommand was stamped are
+matched in order: a command belongs to the tick of the same cube's next command. What the replay still assumes:
+run-time parameter changes
 (``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
 same id and fields is not seen as new.
 """
@@ -96,13 +99,34 @@ class Tick:
 
 
 @dataclass
+class MotorLog:
+    """One cube's recorded MotorCommands (left, right, duration_ms): by the stamp of the tick that sent them, or,
+    for bags recorded before MotorCommand was stamped, in the order sent."""
+    by_stamp: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    in_order: list[tuple[int, int, int]] = field(default_factory=list)
+    taken: int = 0            # in_order: how many earlier ticks consumed
+
+    @property
+    def stamped(self) -> bool:
+        return bool(self.by_stamp)
+
+    def take(self, stamp_ns: int) -> tuple[int, int, int] | None:
+        """The recorded command of the tick stamped ``stamp_ns`` (unstamped: the next one in order); None when
+        the bag has none."""
+        if self.stamped:
+            return self.by_stamp.get(stamp_ns)
+        self.taken += 1
+        return self.in_order[self.taken - 1] if self.taken <= len(self.in_order) else None
+
+
+@dataclass
 class Recording:
     path: Path
     cubes: list[str]
     states: list[StateIn]
     goals: list[GoalIn]
     ticks: list[Tick]
-    motors: dict[str, list[tuple[int, int, int]]]     # per cube, in the order the navigator sent them
+    motors: dict[str, MotorLog]             # per cube
     start_ns: int
     end_ns: int
     parameters: dict | None                 # the navigator's parameters stored by `toio-nav record`, if any
@@ -212,7 +236,7 @@ def read_recording(path: str | Path) -> Recording:
                 fields_['tick'] = int(msg.tick) if hasattr(msg, 'tick') else None
                 results.append((_stamp_ns(msg), bag_ns, cube, fields_))
             else:
-                motors.append((bag_ns, cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
+                motors.append((bag_ns, _stamp_ns(msg), cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
     finally:
         reader.close()
     if not results:
@@ -250,21 +274,30 @@ def _ticks(results, notes: list[str]) -> list[Tick]:
     return [by_stamp[s] for s in sorted(by_stamp)]
 
 
-def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, list[tuple[int, int, int]]]:
-    """Each cube's MotorCommands in the order sent. Older bags' MotorCommands have no stamp, and a busy recorder
-    receives the two topics in batches, so commands are matched to ticks by order during the replay, not by time; the
-    ones received before the cube's first recorded NavResult belong to ticks the bag does not hold."""
+def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, MotorLog]:
+    """Each cube's MotorCommands, by their tick's stamp. A command with no stamp (a navigator's stop on shutdown,
+    or every command of a bag recorded before MotorCommand was stamped) is kept in order only for a cube with no
+    stamped one: a busy recorder receives the two topics in batches, so those are matched to ticks by order during
+    the replay, not by time; the ones received before the cube's first recorded NavResult belong to ticks the bag
+    does not hold."""
     first = {}
     for t in ticks:
         for cube, bag_ns in t.result_bag_ns.items():
             first[cube] = min(first.get(cube, bag_ns), bag_ns)
-    out: dict[str, list] = {}
+    out: dict[str, MotorLog] = {}
+    unstamped: dict[str, list] = {}
+    for bag_ns, stamp_ns, cube, motor in motors:
+        if stamp_ns:
+            out.setdefault(cube, MotorLog()).by_stamp[stamp_ns] = motor
+        else:
+            unstamped.setdefault(cube, []).append((bag_ns, motor))
     dropped = 0
-    for bag_ns, cube, motor in motors:
-        if cube not in first or bag_ns < first[cube] - 5_000_000:
-            dropped += 1
+    for cube, sequence in unstamped.items():
+        if cube in out:
             continue
-        out.setdefault(cube, []).append(motor)
+        kept = [m for bag_ns, m in sequence if cube in first and bag_ns >= first[cube] - 5_000_000]
+        dropped += len(sequence) - len(kept)
+        out[cube] = MotorLog(in_order=kept)
     if dropped:
         notes.append(f'{dropped} MotorCommands from before the first recorded NavResult of their cube are ignored')
     return out
@@ -402,13 +435,13 @@ class ReplayReport:
         return '\n'.join(lines)
 
 
-def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: dict,
+def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, absent: dict,
              forced: list, tail: bool = False) -> list[Divergence]:
-    """Every differing field of one tick (NavResult first, then MotorCommand, in cube order). ``sent``: per cube,
-    how many recorded MotorCommands earlier ticks consumed; advanced for every command the replay sends.
-    ``forced`` receives (cube, recorded command) for every command both sent. In the ``tail`` of a recording
-    (its last TAIL_TICKS ticks) a command with no recorded one left is not a divergence: the recording ended
-    (a recorder killed, a bag cut) between a tick's NavResult and its MotorCommand."""
+    """Every differing field of one tick (NavResult first, then MotorCommand, in cube order). ``forced``
+    receives (cube, recorded command) for every command both sent. A command the replay sends that the bag lacks
+    is counted in ``absent``: under 'tail' in the last TAIL_TICKS ticks (the recording ended, a recorder killed or
+    a bag cut, between a tick's NavResult and its MotorCommand), under 'lost' before (a stamped bag: the recorder
+    lost it); for an unstamped bag it is a divergence before the tail."""
     out = []
     t = (tick.stamp_ns - rec.start_ns) / 1e9
     by_cube = {c.cube: c for c in commands}
@@ -428,20 +461,23 @@ def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, sent: di
                 same = a == b
             if not same:
                 out.append(Divergence(t, tick.stamp_ns, f'/{cube}/nav_result', f, a, b))
-        if cmd.motor is None:
-            continue
         topic = f'/{cube}/motor_cmd'
-        queue = rec.motors.get(cube, [])
-        k = sent.get(cube, 0)
-        sent[cube] = k + 1
-        if k >= len(queue):
-            if not tail:
+        log = rec.motors.get(cube, MotorLog())
+        if cmd.motor is None:
+            if tick.stamp_ns in log.by_stamp:
+                out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'sent', 'none'))
+            continue
+        motor = log.take(tick.stamp_ns)
+        if motor is None:
+            if tail or log.stamped:
+                absent['tail' if tail else 'lost'] += 1
+            else:
                 out.append(Divergence(t, tick.stamp_ns, topic, '(message)', 'none (no more recorded)', 'sent'))
             continue
-        for f, a, b in zip(MOTOR_FIELDS, queue[k], cmd.motor):
+        for f, a, b in zip(MOTOR_FIELDS, motor, cmd.motor):
             if abs(a - b) > tol.get(f, 0):
                 out.append(Divergence(t, tick.stamp_ns, topic, f, a, b))
-        forced.append((cube, queue[k]))
+        forced.append((cube, motor))
     return out
 
 
@@ -471,7 +507,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     first = next((k for k, t in enumerate(rec.ticks) if t.stamp_ns >= begin and len(t.results) == len(rec.cubes)
                   and all(r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())),
                  len(rec.ticks))
-    sent: dict[str, int] = {}
+    absent = {'tail': 0, 'lost': 0}
     missing_states, from_results, incomplete, rejected = 0, 0, 0, []
     lost_at = _first_lost_tick(rec.ticks)
     explained_ticks = 0
@@ -502,9 +538,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         forced: list = []
         if k < first or not complete:    # inputs the bag lost: step, follow the recorded commands, no verdict
             incomplete += k >= first
-            _adopt_recorded_motors(ctrl, rec, commands, tick_s, sent)
+            _adopt_recorded_motors(ctrl, rec, commands, tick.stamp_ns)
             continue
-        diffs = _compare(tick, commands, rec, tol, ctrl.settings, sent, forced,
+        diffs = _compare(tick, commands, rec, tol, ctrl.settings, absent, forced,
                          tail=k >= len(rec.ticks) - TAIL_TICKS)
         if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
             for cube, (left, right, duration_ms) in forced:
@@ -513,7 +549,7 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
                 ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
         report.ticks += 1
         report.compared['nav_result'] += sum(1 for c in rec.cubes if c in tick.results)
-        report.compared['motor_cmd'] += sum(1 for c in commands if c.motor is not None)
+        report.compared['motor_cmd'] += len(forced)
         report.exact_ticks += k < lost_at
         if k >= lost_at:
             explained_ticks += bool(diffs)
@@ -541,10 +577,13 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         report.notes.append(f'{from_results} states the bag lost were taken from the copies in the NavResults')
     if rejected:
         report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
-    cut = sum(max(sent.get(c, 0) - len(q), 0) for c, q in rec.motors.items())
-    if cut:
-        report.notes.append(f'{cut} MotorCommands of the last {TAIL_TICKS} ticks are not in the bag: it ended first')
-    unmatched = {c: len(q) - sent.get(c, 0) for c, q in rec.motors.items() if len(q) - sent.get(c, 0) > 1}
+    if absent['tail']:
+        report.notes.append(f'{absent["tail"]} MotorCommands of the last {TAIL_TICKS} ticks are not in the bag: it '
+                            'ended first')
+    if absent['lost']:
+        report.notes.append(f'{absent["lost"]} MotorCommands of compared ticks are not in the bag (the recorder, '
+                            'which listens best-effort, lost them); their ticks\' NavResults were compared')
+    unmatched = {c: len(q.in_order) - q.taken for c, q in rec.motors.items() if len(q.in_order) - q.taken > 1}
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
@@ -601,20 +640,19 @@ def _goal_tuple(g) -> tuple | None:
     return None if g is None else (g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance)
 
 
-def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, tick_s: float, sent: dict) -> None:
+def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, stamp_ns: int) -> None:
     """On a tick that is not compared (warm-up, lost inputs) the recorded commands are what the cubes got: the
     controller's motion model uses them instead of its own. Whether a cube got one at all is the replay's own
     decision (it depends only on stamps, goals and positions, which are exact), so a lost NavResult does not
     shift which recorded command belongs to which later tick."""
     for cmd in commands:
         i = ctrl.index.get(cmd.cube)
-        queue = rec.motors.get(cmd.cube, [])
-        if i is None or cmd.motor is None or sent.get(cmd.cube, 0) >= len(queue):
+        if i is None or cmd.motor is None:
             continue
-        left, right, duration_ms = queue[sent.get(cmd.cube, 0)]
-        sent[cmd.cube] = sent.get(cmd.cube, 0) + 1
-        ctrl.last_cmd[i] = (left, right)
-        ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+        motor = rec.motors.get(cmd.cube, MotorLog()).take(stamp_ns)
+        if motor is not None:
+            ctrl.last_cmd[i] = motor[:2]
+            ctrl.last_cmd_until[i] = stamp_seconds(stamp_ns) + motor[2] / 1000.0
 
 
 def _completeness(rec: Recording, report: ReplayReport, rate: float) -> None:
