@@ -57,12 +57,13 @@ def test_record_a_live_replay_and_replay_the_recording_offline(child_env, ros_do
     rec = _start(['toio_navigator.cli', 'record', *topics, '-o', str(out), '-s', 'mcap'], child_env)
     killed_out = tmp_path / 'killed'
     killed = _start(['toio_navigator.cli', 'record', *topics, '-o', str(killed_out), '-s', 'mcap'], child_env)
-    # SIGKILL the second recorder half-way through the live replay (the fixture runs for several seconds)
-    killer = threading.Timer(3.0 + _duration_s(FIXTURE) / 2, killed.kill)
+    # SIGKILL the second recorder half-way through the live replay (the fixture runs for several seconds),
+    # counted from the replay's first message: waiting for both recorders to subscribe takes seconds under load
+    killer = threading.Timer(_duration_s(FIXTURE) / 2, killed.kill)
     try:
         time.sleep(3.0)                       # the recorders subscribe and read the navigator's parameters
-        killer.start()
-        report = replay_live(FIXTURE, rate=1.0, wait_s=60.0, subscribers=3)   # the navigator, both recorders
+        # subscribers: the navigator and both recorders
+        report = replay_live(FIXTURE, rate=1.0, wait_s=60.0, subscribers=3, on_start=killer.start)
     finally:
         killer.cancel()
         killed.kill()
@@ -150,6 +151,39 @@ def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp
     written = re.search(r'after SIGTERM, finalised in ([\d.]+) s', log)
     assert written and float(written[1]) < record_cli.DRAIN_CAP_S / 2, log
     assert (out / 'metadata.yaml').is_file()
+
+
+class _FarBehind:
+    """What the drain sees of a recorder seconds behind on a loaded machine, standing in for its executor, topic
+    recorder, bag writer and context: its first polls after the stop find nothing ready (its process was not
+    run), then the messages published before the stop come, one per poll; one topic never catches up (a goal sent
+    once)."""
+
+    def __init__(self, empty_polls: int, backlog: int) -> None:
+        self.counts = {'/cube1/nav_result': 0}
+        self.empty_polls, self.backlog, self.polls = empty_polls, backlog, 0
+
+    def spin_once(self, timeout_sec: float) -> None:
+        self.polls += 1
+        if self.polls <= self.empty_polls or not self.backlog:
+            time.sleep(timeout_sec)
+            return
+        self.backlog -= 1
+        self.counts['/cube1/nav_result'] += 1
+
+    def drop_caught_up(self, _stop_ns: int) -> bool:
+        return False
+
+    def ok(self) -> bool:
+        return True
+
+
+def test_a_drain_waits_through_a_few_empty_polls_for_what_was_published_before_the_stop():
+    """The 4-cube demo under load once left the last cubes' arrivals out of its bag: the recorder, 2-4 s behind,
+    took three empty polls for "nothing more" and finalised. Now it takes DRAIN_QUIET_S without a message."""
+    behind = _FarBehind(empty_polls=record_cli.DRAIN_QUIET_POLLS, backlog=300)
+    assert record_cli._drain(behind, behind, behind, behind)     # ends by itself, not at DRAIN_CAP_S
+    assert behind.backlog == 0 and behind.counts['/cube1/nav_result'] == 300
 
 
 def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):

@@ -33,6 +33,12 @@ from toio_navigator.lifecycle import StopRequest
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
 DRAIN_CAP_S = 10.0    # a recorder still behind after this long on a stop gives up the rest (and says so)
+#: on a stop, the topics that have not given a message published after it count as having nothing more once
+#: nothing was written for this long, over at least DRAIN_QUIET_POLLS polls of the executor: a recorder seconds
+#: behind on a loaded machine may find nothing ready in a few quick polls (its process was not run) while the
+#: messages published before the stop are still coming
+DRAIN_QUIET_S = 0.5
+DRAIN_QUIET_POLLS = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,19 +194,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _drain(executor, recorder: TopicRecorder, writer: BagWriter, context) -> bool:
-    """Write what was published before the stop: a recorder a second behind on a loaded host still records the
+    """Write what was published before the stop: a recorder seconds behind on a loaded host still records the
     last result a demo waited for. Takes messages until every topic has given one published after the stop
-    (each such topic is then left alone), or until nothing more is waiting for the rest (topics gone quiet);
-    False if :data:`DRAIN_CAP_S` ran out first."""
+    (each such topic is then left alone), or until the rest have been quiet (:data:`DRAIN_QUIET_S`: topics gone
+    quiet, a goal sent once); False if :data:`DRAIN_CAP_S` ran out first."""
     stop_ns = time.time_ns()
     until = time.monotonic() + DRAIN_CAP_S
-    idle = 0
-    while idle < 3 and context.ok() and not recorder.drop_caught_up(stop_ns):
+    written, last_write, polls = sum(writer.counts.values()), time.monotonic(), 0
+    while context.ok() and not recorder.drop_caught_up(stop_ns):
         if time.monotonic() >= until:
             return False
-        before = sum(writer.counts.values())
-        executor.spin_once(timeout_sec=0.0)
-        idle = idle + 1 if sum(writer.counts.values()) == before else 0
+        executor.spin_once(timeout_sec=0.05)
+        count = sum(writer.counts.values())
+        if count != written:
+            written, last_write, polls = count, time.monotonic(), 0
+            continue
+        polls += 1
+        if polls >= DRAIN_QUIET_POLLS and time.monotonic() - last_write >= DRAIN_QUIET_S:
+            break
     return True
 
 

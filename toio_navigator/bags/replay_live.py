@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +33,14 @@ LIVE_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', '
 
 
 def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wait_s: float = 10.0,
-                subscribers: int = 1) -> ReplayReport:
+                subscribers: int = 1, on_start: Callable[[], None] | None = None) -> ReplayReport:
     """Publish the bag's states and goals (restamped with the current time, at the recorded pace ÷ ``rate``) to a
     running navigator and compare the NavResults it publishes with the recorded ones: each recorded tick against
     the live NavResult of the same cube nearest in (scaled) time, within LIVE_TOLERANCES (or ``tolerances``).
     Publishing starts once every state and goal topic has ``subscribers`` subscribers (the navigator, and e.g. a
     recorder that must get every goal): discovery matches topics one by one, so a matched state topic does not
-    mean the goal topic is matched too."""
+    mean the goal topic is matched too. ``on_start`` is called just before the first message is published (to
+    time something against the replay: the wait for subscribers may take seconds on a busy machine)."""
     rec = read_recording(bag)
     tol = {**LIVE_TOLERANCES, **(tolerances or {})}
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -68,6 +70,8 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
         events = [(s.stamp_ns, 0, s) for s in rec.states] + [(g.bag_ns, 1, g) for g in goals]
         events.sort(key=lambda e: (e[0], e[1]))
         t0 = rec.start_ns
+        if on_start is not None:
+            on_start()
         started[0] = time.monotonic()
         for ns, kind, item in events:
             due = (ns - t0) / 1e9 / rate
