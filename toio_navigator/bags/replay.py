@@ -16,9 +16,8 @@ A MotorCommand belongs to the tick its header stamp names; one the bag lacks in 
 by the recorder (it listens best-effort): noted, not a divergence (whether a command is sent at all follows from
 the NavResult's ``active`` and ``reached``, which are compared). Bags recorded before MotorCommand was stamped are
 matched in order: a command belongs to the tick of the same cube's next command. What the replay still assumes:
-run-time parameter changes
-(``ros2 param set``) are not in the bag (the parameters stored at the start are used); a goal re-sent with the
-same id and fields is not seen as new.
+run-time parameter changes (``ros2 param set``) are not in the bag (the parameters stored at the start are used);
+a goal re-sent with the same id and fields is not seen as new.
 """
 from __future__ import annotations
 
