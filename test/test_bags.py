@@ -302,7 +302,8 @@ def test_a_command_the_recorder_lost_does_not_shift_the_later_ones(loop_bag, tmp
     assert first.field == 'left' and first.recorded == first.replayed + 9, report.summary()
     # (the next tick may differ too: its recorded command followed the true one) but nothing shifts
     assert report.diverged['motor_cmd'] <= 2, report.summary()
-    # a bag from before MotorCommand was stamped can only match commands in order: the hole is a divergence
+    # a bag from before MotorCommand was stamped replays with its commands matched in order, but there a hole is a
+    # divergence (every later command is compared with the next tick's)
     old = tmp_path / 'old'
     _without_motor_cmd(loop_bag, old, '/cube1/motor_cmd', lambda i, n: False, _unstamped)
     assert_replays(old)

@@ -155,9 +155,9 @@ def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp
 
 class _FarBehind:
     """What the drain sees of a recorder seconds behind on a loaded machine, standing in for its executor, topic
-    recorder, bag writer and context: its first polls after the stop find nothing ready (its process was not
-    run), then the messages published before the stop come, one per poll; one topic never catches up (a goal sent
-    once)."""
+    recorder, bag writer and context: its first polls after the stop find nothing ready at once (its process was
+    not run), then the messages published before the stop come, one per poll; one topic never catches up (a goal
+    sent once)."""
 
     def __init__(self, empty_polls: int, backlog: int) -> None:
         self.counts = {'/cube1/nav_result': 0}
@@ -165,7 +165,9 @@ class _FarBehind:
 
     def spin_once(self, timeout_sec: float) -> None:
         self.polls += 1
-        if self.polls <= self.empty_polls or not self.backlog:
+        if self.polls <= self.empty_polls:
+            return
+        if not self.backlog:
             time.sleep(timeout_sec)
             return
         self.backlog -= 1
