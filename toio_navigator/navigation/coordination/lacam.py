@@ -52,16 +52,20 @@ class Plan:
 
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
-           refine: int = 0, keep_right: float = 0.0) -> Plan:
+           refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
     the shortest known way to it, and branches that cannot beat the plan are dropped). ``keep_right``: PIBT's
-    preference for steps to the right of the way to the target (pibt.Pibt.keep_right)."""
+    preference for steps to the right of the way to the target (pibt.Pibt.keep_right). ``turn_limit``: PIBT
+    proposes no move turning sharper than that (a cosine) from the way the cube came, unless it stood still the
+    step before (pibt.Pibt.turn_limit: turning takes a real cube as long as a step; the search's own constraints
+    may still ask for any move)."""
     n = len(start)
     target = tuple(int(t) for t in graph.target)
     pibt = Pibt(graph, rng.random(n) + 0.5)
     pibt.keep_right = keep_right
+    pibt.turn_limit = turn_limit
     tie = rng.random(n) * 1e-3
     step = max(graph.longest_edge, graph.lattice.spacing)
 
@@ -71,7 +75,10 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
             heading = [-1] * n
             priority = np.minimum(np.array(routes) / graph.lattice.spacing, 1e6) * 1e-3   # unreachable: large
         else:
-            heading = [p if p != c else h for p, c, h in zip(parent.config, config, parent.heading)]
+            # a cube that stood still keeps its direction (ties), or has turned meanwhile (turn_limit)
+            stood = -1 if turn_limit is not None else None
+            heading = [p if p != c else (h if stood is None else stood)
+                       for p, c, h in zip(parent.config, config, parent.heading)]
             at = np.array([c == t for c, t in zip(config, target)])
             priority = np.where(at, parent.priority - np.floor(parent.priority), parent.priority + 1.0)
         order = sorted(range(n), key=lambda i: -(priority[i] + tie[i]))

@@ -31,13 +31,17 @@ class Pibt:
         self.tiebreak = [float(t) for t in tiebreak]
         self.turn_cost = TURN_COST * graph.lattice.spacing
         self.keep_right = 0.0          # route-length bonus per unit of a step to the right of the way to the target
+        # a move that turns from the way the cube came by more than this (cosine below it) is no candidate: a real
+        # cube turns on the spot, so it stands a step first (then it may go any way); None: cubes turn as they go
+        self.turn_limit: float | None = None
         self._cands: dict[tuple[int, int, int], list[int]] = {}
 
     def step(self, q_now: list[int], order: list[int], fixed: list[tuple[int, int]],
              heading: list[int]) -> tuple[list[int], list[int]] | None:
         """The next configuration from ``q_now`` and the rank of every cube in it (the order in which their
         moves are carried out where they interact), or None when the fixed moves cannot be completed.
-        ``heading`` (per cube, the vertex it came from or -1) makes cubes keep their direction on ties."""
+        ``heading`` (per cube, the vertex it came from or -1) makes cubes keep their direction on ties and, with
+        ``turn_limit``, keeps them from turning sharper than that without standing a step first."""
         n = len(q_now)
         self.q_now, self.heading = q_now, heading
         self.q_next = [-1] * n
@@ -84,7 +88,10 @@ class Pibt:
                 step = pts[x] - pts[u]
                 norm = math.hypot(*way) * math.hypot(*step)
                 if norm > 1e-9:
-                    cost += self.turn_cost * (1.0 - float(way @ step) / norm)
+                    cos_turn = float(way @ step) / norm
+                    if self.turn_limit is not None and cos_turn < self.turn_limit:
+                        continue
+                    cost += self.turn_cost * (1.0 - cos_turn)
             scored.append((cost, self.tiebreak[i] * ((x * 2654435761) % 1000003) * 1e-9, x))
         out = [x for c, _t, x in sorted(scored) if math.isfinite(c) or x == u]
         self._cands[key] = out

@@ -88,6 +88,9 @@ class CoordinatedParams:
     tries_small: int = 8          # searches (seeds, with and without keep-right) for at most pbs_agents cubes ...
     tries_large: int = 4          # ... for at most twice as many (one beyond)
     keep_right: float = 0.15      # the keep-right preference of every other search (cubes meeting head-on pass)
+    turn_step: float | None = 0.6  # real cubes: a plan's move turning from the way a cube came (cosine below this:
+                                   # every lattice turn) follows a step of standing still, as a real cube stands to
+                                   # turn on the spot; the plans then turn less (None: turn while moving)
     estimate_speed: float = 100.0  # the model that picks a plan for real cubes: u/s along a segment, ...
     estimate_turn: float = 0.8     # ... s per half turn, ...
     estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
@@ -260,7 +263,8 @@ class CoordinatedPlanner:
         plans = []
         for k in range(tries):
             rng = np.random.default_rng(self.seed + self.plans + 1000 * (k // 2))
-            plans.append(lacam.search(graph, start, rng, p.budget, keep_right=p.keep_right * (k % 2)))
+            plans.append(lacam.search(graph, start, rng, p.budget, keep_right=p.keep_right * (k % 2),
+                                      turn_limit=p.turn_step if closed else None))
         if graph.N <= p.pbs_agents:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
             if other is not None:
