@@ -1,6 +1,7 @@
 """The `coordinated` planner: the dead-lock patterns it solves in closed loop where plain ORCA does not, its
-determinism, and the properties its layers rely on (lattice separation, valid plan steps, a schedule without wait
-cycles, gates that hold a follower until the leader has gone).
+determinism, and the properties its layers rely on (lattice separation, valid plan steps, plans for real cubes that
+stand a step before each turn, a schedule without wait cycles, gates that hold a follower until the leader has
+gone).
 
 About 20 s in all: short closed-loop trials (the ble profile, and one run under the loaded one; fixed seeds) and
 small pure computations."""
@@ -124,6 +125,38 @@ def test_a_swap_in_a_one_lane_corridor_gets_a_complete_plan_whose_steps_are_all_
                     assert rank[i] > rank[k]        # it enters space k leaves: it moves after k
                 if rel == BEFORE:
                     assert rank[i] < rank[k]
+
+
+def turns_while_moving(graph: CoordinationGraph, plan: lacam.Plan) -> int:
+    """Moves of the plan that turn (60 degrees or more) from the cube's move of the step before."""
+    pts, count = graph.points, 0
+    for i in range(graph.N):
+        seq = [config[i] for config in plan.configs]
+        for a, b, c in zip(seq, seq[1:], seq[2:]):
+            if a != b != c:
+                came, going = pts[b] - pts[a], pts[c] - pts[b]
+                count += float(came @ going) < 0.6 * float(np.hypot(*came) * np.hypot(*going))
+    return count
+
+
+def test_a_plan_for_real_cubes_stands_a_step_before_each_turn():
+    # twelve cubes to twelve goals, scattered at least the pair distance of real cubes apart, on their lattice
+    distance, rng = 2.0 * R + 13.0, np.random.default_rng(0)
+    points: list[np.ndarray] = []
+    for p in rng.uniform(100.0, 400.0, (400, 2)):
+        if len(points) < 24 and all(np.hypot(*(p - q)) >= distance for q in points):
+            points.append(p)
+    starts, goals = np.array(points[:12]), np.array(points[12:])
+    lat = Lattice.build((40.0, 40.0, 460.0, 460.0), distance / ROW, np.zeros((0, 5)), R + 7.0)
+    graph = CoordinationGraph(lat, starts, goals, distance)
+    start = [graph.V + graph.N + i for i in range(graph.N)]
+    turning = lacam.search(graph, start, np.random.default_rng(0), 3000)
+    standing = lacam.search(graph, start, np.random.default_rng(0), 3000, turn_limit=0.6)
+    assert turning.complete and standing.complete
+    assert turns_while_moving(graph, standing) == 0 and turns_while_moving(graph, turning) > 10
+    for now, nxt in zip(standing.configs, standing.configs[1:]):      # still a valid plan
+        assert all(graph.relation(now[i], nxt[i], now[k], nxt[k]) != INVALID
+                   for i in range(graph.N) for k in range(graph.N) if i != k)
 
 
 def has_cycle_of_waits(sch: schedule.Schedule) -> bool:
