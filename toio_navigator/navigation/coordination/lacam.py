@@ -75,9 +75,8 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
             heading = [-1] * n
             priority = np.minimum(np.array(routes) / graph.lattice.spacing, 1e6) * 1e-3   # unreachable: large
         else:
-            # a cube that stood still keeps its direction (ties), or has turned meanwhile (turn_limit)
-            stood = -1 if turn_limit is not None else None
-            heading = [p if p != c else (h if stood is None else stood)
+            # a cube that stood still keeps its direction (ties), or has turned meanwhile when turns cost a step
+            heading = [p if p != c else (h if turn_limit is None else -1)
                        for p, c, h in zip(parent.config, config, parent.heading)]
             at = np.array([c == t for c, t in zip(config, target)])
             priority = np.where(at, parent.priority - np.floor(parent.priority), parent.priority + 1.0)

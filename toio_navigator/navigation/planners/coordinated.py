@@ -5,8 +5,9 @@ Layers, each in ``navigation/coordination``:
   from every vertex and edge they do not belong to, fitted to the walls (every lane of a passage in its middle);
   each cube's start and goal are vertices of its own;
 * plan (``lacam``, ``prioritized``): where every cube is after every step until all stand on their goals, found
-  by a complete search over configurations (LaCAM, with PIBT proposing the next one); where that plan is long
-  for few cubes, priority-based search may find a shorter one (a pair takes the long way round a corridor);
+  by a complete search over configurations (LaCAM, with PIBT proposing the next one; a real cube that turns stands
+  a step first, as it stops to turn on the spot); where that plan is long for few cubes, priority-based search may
+  find a shorter one (a pair takes the long way round a corridor);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
@@ -83,6 +84,9 @@ class CoordinatedParams:
     apart: float = 4.0            # u beyond touching the safety layer keeps real cubes from closing in
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
+    try_budget: int = 600         # real cubes: ... each of the candidate searches; a search for plans that stand to
+                                  # turn completes within a few hundred or often not within 3000 (4 s of CPU for 39
+                                  # cubes), so one search with the whole budget follows only when none completed
     pbs_agents: int = 20          # priority-based search is also tried for at most this many cubes ...
     pbs_budget: int = 300         # ... with this many branches (with 100 the ideal 16-cube swap took 4.75 s, not 3.95)
     tries_small: int = 8          # searches (seeds, with and without keep-right) for at most pbs_agents cubes ...
@@ -261,10 +265,14 @@ class CoordinatedPlanner:
         # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
         tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
         plans = []
+        turn_limit = p.turn_step if closed else None
         for k in range(tries):
             rng = np.random.default_rng(self.seed + self.plans + 1000 * (k // 2))
-            plans.append(lacam.search(graph, start, rng, p.budget, keep_right=p.keep_right * (k % 2),
-                                      turn_limit=p.turn_step if closed else None))
+            plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
+                                      keep_right=p.keep_right * (k % 2), turn_limit=turn_limit))
+        if closed and not any(plan.complete for plan in plans):
+            rng = np.random.default_rng(self.seed + self.plans)
+            plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit))
         if graph.N <= p.pbs_agents:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
             if other is not None:
