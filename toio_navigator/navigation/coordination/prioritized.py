@@ -1,32 +1,33 @@
-"""Prioritized planning: cubes one after another, each by a shortest-time search in space and time around the
-plans of the cubes before it (Silver 2005; Erdmann and Lozano-Perez 1987).
+"""Planning around other cubes' plans: each cube by a shortest-time search in space and time around the plans of
+the others (Silver 2005; Erdmann and Lozano-Perez 1987). Two uses:
 
-It is the fallback when the swarm search (:mod:`lacam`) runs out of budget: where free space forms a ring (a
-corridor between walls with room around it), a cube planned later takes the long way round while the earlier
-ones take the corridor, which a configuration-by-configuration search finds only after a very long detour. It is
-not complete (an order may fail), so a few orders are tried.
+* priority-based search (:func:`priority_search`, Ma et al., AAAI 2019) for few cubes: where free space forms a
+  ring (a corridor between walls with room around it), a cube planned later takes the long way round while the
+  earlier ones take the corridor, which a configuration-by-configuration search finds only after a very long
+  detour;
+* shortening a swarm plan (:func:`shorten`): each cube planned again around everyone else's path, kept where it
+  arrives sooner (a neighbourhood of one in large neighbourhood search, Li et al., IJCAI 2021).
 
-A later cube may enter space an earlier one leaves but never the other way round, so the order of planning is the
-order of the moves in every step (the ranks of :mod:`pibt`); a cube that has arrived stays on its target, and a
-plan is accepted only if nobody planned earlier passes its target after it arrived.
+A cube planned around others may enter space they leave (it moves after them) or leave space they enter (before
+them), never both in one step, so every step keeps an order of moves (the ranks of :mod:`pibt`); a cube that has
+arrived stays on its target, and a path is accepted only if nobody else passes its target after it arrived.
 """
 from __future__ import annotations
 
 import heapq
-
-import numpy as np
+import math
 
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 from toio_navigator.navigation.coordination.lacam import Plan
 
 
 class _Reserved:
-    """The timed vertices of the cubes planned so far: ``at[t]`` vertex -> cube at time t, ``to[t]`` vertex ->
-    cube arriving from step t (the last configuration holds for ever)."""
+    """The timed vertices of the cubes planned so far (the last configuration holds for ever)."""
 
     def __init__(self) -> None:
         self.paths: dict[int, list[int]] = {}
         self.horizon = 0
+        self._occ: dict[int, dict[int, list[int]]] = {}
 
     def where(self, k: int, t: int) -> int:
         path = self.paths[k]
@@ -35,16 +36,31 @@ class _Reserved:
     def add(self, k: int, path: list[int]) -> None:
         self.paths[k] = path
         self.horizon = max(self.horizon, len(path))
+        self._occ.clear()
+
+    def step(self, t: int) -> dict[int, list[int]]:
+        """vertex -> the cubes on it at time t or t + 1 (the cubes a move in step t may meet)."""
+        t = min(t, self.horizon)
+        out = self._occ.get(t)
+        if out is None:
+            out = {}
+            for k, path in self.paths.items():
+                a, b = path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)]
+                out.setdefault(a, []).append(k)
+                if b != a:
+                    out.setdefault(b, []).append(k)
+            self._occ[t] = out
+        return out
 
 
-def _allowed(graph: CoordinationGraph, res: _Reserved, near: dict, u: int, x: int, t: int) -> bool:
-    """May the cube being planned move u -> x in step t -> t+1 beside the cubes planned before it? It may enter
-    space they leave (it moves after them) or leave space they enter (it moves before them), but not both in one
-    step: so every cube adds only incoming or only outgoing order edges, and a step's order never has a cycle."""
+def _relations(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> tuple[bool, bool, bool]:
+    """(invalid, after, before): how a cube moving u -> x in step t -> t+1 meets the planned cubes: a place it
+    may never be, cubes it must move after (it enters space they leave), cubes it must move before."""
+    occ = res.step(t)
     seen = set()
     after = before = False
     for y in graph.around(u, x):
-        for k in near.get(y, ()):
+        for k in occ.get(y, ()):
             if k in seen:
                 continue
             seen.add(k)
@@ -52,12 +68,18 @@ def _allowed(graph: CoordinationGraph, res: _Reserved, near: dict, u: int, x: in
             if rel == FREE:
                 continue
             if rel == INVALID:
-                return False
+                return True, after, before
             after |= rel in (AFTER, EITHER)
             before |= rel == BEFORE
-            if after and before:
-                return False
-    return True
+    return False, after, before
+
+
+def _allowed(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> bool:
+    """May the cube being planned move u -> x in step t -> t+1 beside the cubes planned before it? It may enter
+    space they leave (it moves after them) or leave space they enter (it moves before them), but not both in one
+    step: so every cube adds only incoming or only outgoing order edges, and a step's order never has a cycle."""
+    invalid, after, before = _relations(graph, res, u, x, t)
+    return not invalid and not (after and before)
 
 
 def step_ranks(graph: CoordinationGraph, configs: list[tuple[int, ...]], planned: list[int]) -> list[list[int]] | None:
@@ -97,20 +119,13 @@ def step_ranks(graph: CoordinationGraph, configs: list[tuple[int, ...]], planned
     return ranks
 
 
-def _visitors(graph: CoordinationGraph, res: _Reserved) -> dict[int, set[int]]:
-    """vertex -> the planned cubes that are ever on it (to find the cubes worth checking)."""
-    out: dict[int, set[int]] = {}
-    for k, path in res.paths.items():
-        for x in path:
-            out.setdefault(x, set()).add(k)
-    return out
-
-
-def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit: int) -> list[int] | None:
+def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit: int,
+            turn_limit: float | None = None, budget: list[int] | None = None) -> list[int] | None:
     """Shortest-time path of cube i from ``start`` to its target around the reserved plans, None if none within
-    ``limit`` steps."""
+    ``limit`` steps. ``turn_limit``: no move turning sharper than that (a cosine) from the move just made, as in
+    :mod:`pibt` (a real cube stands a step to turn). ``budget``: [moves it may still try], counted down; None
+    once it runs out."""
     goal = int(graph.target[i])
-    near = _visitors(graph, res)
     step = graph.lattice.spacing
 
     def h(x: int) -> float:
@@ -122,33 +137,52 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
         return min(t, settle + 1)
 
     pts = graph.points
+
+    cosines: dict[tuple[int, int, int], float] = {}
+
+    def cos_turn(a: int, b: int, c: int) -> float:
+        key = (a, b, c)
+        out = cosines.get(key)
+        if out is None:
+            (ax, ay), (bx, by), (cx, cy) = pts[a], pts[b], pts[c]
+            ux, uy, wx, wy = bx - ax, by - ay, cx - bx, cy - by
+            out = cosines[key] = float(ux * wx + uy * wy) / max(math.hypot(ux, uy) * math.hypot(wx, wy), 1e-12)
+        return out
+
+    # a state is (vertex, time, the vertex it came from in the last step or -1: only where turns are limited)
     # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
     # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
-    frontier = [(h(start), 0.0, 0, start, 0, -1)]
-    came: dict[tuple[int, int], tuple[int, int] | None] = {(start, 0): None}
+    first = (start, 0, -1)
+    frontier = [(h(start), 0.0, 0, first, 0, -1)]
+    came: dict[tuple[int, int, int], tuple[int, int, int] | None] = {first: None}
     counter = 0
     while frontier:
-        _f, turns, _c, x, t, before = heapq.heappop(frontier)
-        if x == goal and all(_allowed(graph, res, near, x, x, s) for s in range(t, max(settle, t + 1))):
-            path = [x]
-            state = (x, tau(t))
-            while came[state] is not None:
-                state = came[state]
+        _f, turns, _c, state, t, before = heapq.heappop(frontier)
+        x, _tau, moved_from = state
+        if x == goal and all(_allowed(graph, res, x, x, s) for s in range(t, max(settle, t + 1))):
+            path = []
+            while state is not None:
                 path.append(state[0])
+                state = came[state]
             return path[::-1]
         if t >= limit:
             continue
         for y in graph.neighbours(i, x) + [x]:
-            key = (y, tau(t + 1))
-            if key in came or not _allowed(graph, res, near, x, y, t):
+            if turn_limit is not None and y != x and moved_from >= 0 and cos_turn(moved_from, x, y) < turn_limit:
                 continue
-            came[key] = (x, tau(t))
+            key = (y, tau(t + 1), x if (turn_limit is not None and y != x) else -1)
+            if key in came or not _allowed(graph, res, x, y, t):
+                continue
+            came[key] = state
             counter += 1
+            if budget is not None:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return None
             turn = 0.0
             if y != x and before >= 0:
-                way, step_to = pts[x] - pts[before], pts[y] - pts[x]
-                turn = 1.0 - float(way @ step_to) / max(float(np.hypot(*way) * np.hypot(*step_to)), 1e-12)
-            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, y, t + 1, x if y != x else before))
+                turn = 1.0 - cos_turn(before, x, y)
+            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, key, t + 1, x if y != x else before))
     return None
 
 
@@ -252,31 +286,50 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
     return None
 
 
-def plan(graph: CoordinationGraph, start: list[int], orders: list[list[int]], limit: int) -> Plan | None:
-    """The first of ``orders`` (lists of cubes) for which every cube finds a path; None if none does."""
-    for order in orders:
-        res = _Reserved()
-        ok = True
-        for i in order:
-            path = _search(graph, res, i, start[i], limit)
-            if path is None:
-                ok = False
-                break
-            res.add(i, path)
-        if not ok:
+def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
+            budget: int = 60000) -> Plan:
+    """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
+    of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
+    soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
+    much; every other cube's path stays as it was, so the plan stays valid. The cube moves after every cube its
+    move meets in a step, or before all of them (``_allowed``), so each step keeps an order of moves. The searches
+    try at most ``budget`` moves in all (cubes furthest beyond their shortest route first)."""
+    left = [budget]
+    configs = [list(c) for c in plan.configs]
+    n = len(configs[0])
+    ranks = [list(r) for r in plan.ranks]
+
+    def path_of(k: int) -> list[int]:
+        path = [c[k] for c in configs]
+        while len(path) > 1 and path[-1] == path[-2]:
+            path.pop()
+        return path
+
+    def moves(path: list[int]) -> int:
+        return sum(a != b for a, b in zip(path, path[1:]))
+
+    excess = [moves(path_of(k)) - graph.route(k, configs[0][k]) / graph.lattice.spacing for k in range(n)]
+    for i in sorted(range(n), key=lambda k: -excess[k]):
+        if left[0] <= 0:
+            break
+        old = path_of(i)
+        if len(old) <= 2 or old[-1] != graph.target[i]:
             continue
-        n = len(start)
-        configs = [tuple(res.where(k, t) for k in range(n)) for t in range(res.horizon)]
-        ranks = step_ranks(graph, configs, order)
-        if ranks is not None:
-            return Plan(configs=configs, ranks=ranks, complete=True, expanded=0)
-    return None
-
-
-def default_orders(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, count: int) -> list[list[int]]:
-    """Cubes farthest from their targets first, nearest first, then random orders."""
-    n = len(start)
-    far = sorted(range(n), key=lambda i: -graph.route(i, start[i]))
-    orders = [far, far[::-1]]
-    orders += [list(rng.permutation(n)) for _ in range(max(0, count - 2))]
-    return orders
+        res = _Reserved()
+        for k in range(n):
+            if k != i:
+                res.add(k, path_of(k))
+        new = _search(graph, res, i, old[0], min(limit, len(old) - 1), turn_limit, left)
+        if new is None or (len(new), moves(new)) >= (len(old), moves(old)):
+            continue
+        for t in range(len(configs)):
+            configs[t][i] = new[min(t, len(new) - 1)]
+        for t in range(len(ranks)):
+            _invalid, after, before = _relations(graph, res, configs[t][i], configs[t + 1][i], t)
+            ranks[t][i] = n if after else -1 if before else ranks[t][i]
+            order = sorted(range(n), key=lambda k: ranks[t][k])
+            for r, k in enumerate(order):
+                ranks[t][k] = r
+    keep = [0] + [t + 1 for t in range(len(configs) - 1) if configs[t + 1] != configs[t]]
+    return Plan(configs=[tuple(configs[t]) for t in keep], ranks=[ranks[t - 1] for t in keep[1:]],
+                complete=plan.complete, expanded=plan.expanded)
