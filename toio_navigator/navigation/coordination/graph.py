@@ -93,6 +93,7 @@ class CoordinationGraph:
         self._targets()
         self._neighbourhoods()
         self._cache: dict[tuple[int, int, int, int], int] = {}
+        self._conflicts: dict[tuple[int, int, int, int], bool] = {}   # (relation asks for the same pairs often)
 
     # ---------------------------------------------------------------------------------------------- building
     def _point_free(self, p) -> bool:
@@ -227,8 +228,13 @@ class CoordinationGraph:
         return need
 
     def _conflict(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
-        xy = self._xy
-        return segment_gap(xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]) < self.relaxed_distance(a, b) - EPS
+        key = (*a, *b)
+        out = self._conflicts.get(key)
+        if out is None:
+            xy = self._xy
+            out = self._conflicts[key] = segment_gap(xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]) < \
+                self.relaxed_distance(a, b) - EPS
+        return out
 
     def relation(self, u: int, x: int, uk: int, xk: int) -> int:
         """How cube i moving u -> x relates to cube k moving uk -> xk in the same step (u == x: standing):

@@ -102,8 +102,8 @@ class CoordinatedParams:
     pbs_limit: int = 300          # steps of one cube's path in that search
     goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
     straight: bool = True         # paths straightened where the plan's order allows (fewer corners and turns)
-    shorten: int = 2              # the best few candidate plans get each cube's path planned again around the others ...
-    shorten_budget: int = 60000   # ... the searches of each trying at most this many moves in all
+    shorten: int = 2              # the best few candidate plans get each cube's path planned again around the
+    shorten_budget: int = 60000   # others, the searches of each trying at most this many moves in all
 
 
 class CoordinatedPlanner:
