@@ -7,7 +7,7 @@ Layers, each in ``navigation/coordination``:
 * plan (``lacam``, ``prioritized``): where every cube is after every step until all stand on their goals, found
   by a complete search over configurations (LaCAM, with PIBT proposing the next one; a real cube that turns stands
   a step first, as it stops to turn on the spot); where that plan is long for few cubes, priority-based search may
-  find a shorter one (a pair takes the long way round a corridor); the most promising plans are shortened by
+  find a shorter one (a pair takes the long way round a corridor); the most promising plan is shortened by
   planning each cube again around the others (``prioritized.shorten``);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
@@ -102,8 +102,9 @@ class CoordinatedParams:
     pbs_limit: int = 300          # steps of one cube's path in that search
     goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
     straight: bool = True         # paths straightened where the plan's order allows (fewer corners and turns)
-    shorten: int = 2              # the best few candidate plans get each cube's path planned again around the
-    shorten_budget: int = 60000   # others, the searches of each trying at most this many moves in all
+    shorten: int = 1              # candidate plans (the best) whose cubes are each planned again around the others
+                                  # (2: the same successes in closed loop, twice the planning time) ...
+    shorten_budget: int = 60000   # ... the searches for one plan trying at most this many moves in all
 
 
 class CoordinatedPlanner:
@@ -289,7 +290,7 @@ class CoordinatedPlanner:
 
         options = sorted((option(lacam.without_detours(graph, candidate)) for candidate in plans),
                          key=lambda o: o[:2])
-        # the most promising plans, shortened one cube at a time (a cube not reaching its target keeps its path)
+        # the most promising plan(s), shortened one cube at a time (a cube not reaching its target keeps its path)
         options += [option(lacam.without_detours(graph, prioritized.shorten(
             graph, o[3], p.pbs_limit, turn_limit, p.shorten_budget))) for o in options[:p.shorten]]
         _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
