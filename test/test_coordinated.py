@@ -1,7 +1,7 @@
 """The `coordinated` planner: the dead-lock patterns it solves in closed loop where plain ORCA does not, its
 determinism, and the properties its layers rely on (lattice separation, valid plan steps, plans for real cubes that
-stand a step before each turn, a schedule without wait cycles, gates that hold a follower until the leader has
-gone).
+stand a step before each turn, plans shortened one cube at a time that stay valid, a schedule without wait cycles,
+gates that hold a follower until the leader has gone).
 
 About 20 s in all: short closed-loop trials (the ble profile, and one run under the loaded one; fixed seeds) and
 small pure computations."""
