@@ -132,14 +132,21 @@ def test_a_swap_in_a_one_lane_corridor_gets_a_complete_plan_whose_steps_are_all_
 
 
 def turns_while_moving(graph: CoordinationGraph, plan: lacam.Plan) -> int:
-    """Moves of the plan that turn (60 degrees or more) from the cube's move of the step before."""
+    """Moves of the plan that turn (60 degrees or more) from the way the cube came in the step before (a step
+    between two vertices in the same place, a start or goal on a lattice vertex, is no motion: the way before it
+    counts)."""
     pts, count = graph.points, 0
     for i in range(graph.N):
         seq = [config[i] for config in plan.configs]
-        for a, b, c in zip(seq, seq[1:], seq[2:]):
-            if a != b != c:
-                came, going = pts[b] - pts[a], pts[c] - pts[b]
-                count += float(came @ going) < 0.6 * float(np.hypot(*came) * np.hypot(*going))
+        came = None                     # the cube's last motion, None after it stood a step
+        for a, b in zip(seq, seq[1:]):
+            going = pts[b] - pts[a]
+            if a == b:
+                came = None
+            elif np.hypot(*going) > 1e-6:
+                if came is not None:
+                    count += float(came @ going) < 0.6 * float(np.hypot(*came) * np.hypot(*going))
+                came = going
     return count
 
 

@@ -94,6 +94,7 @@ class CoordinationGraph:
         self._neighbourhoods()
         self._cache: dict[tuple[int, int, int, int], int] = {}
         self._conflicts: dict[tuple[int, int, int, int], bool] = {}   # (relation asks for the same pairs often)
+        self._turns: dict[tuple[int, int, int], float] = {}             # (the searches ask for the same turns)
 
     # ---------------------------------------------------------------------------------------------- building
     def _point_free(self, p) -> bool:
@@ -212,6 +213,33 @@ class CoordinationGraph:
         out = [u] if u == x else [u, x]
         for y in out[:]:
             out += self.near_special[y] if y < self.V else self.near_of_special[y - self.V]
+        return out
+
+    def same_place(self, a: int, b: int) -> bool:
+        """Do vertices a and b lie in the same place (a start or goal on a lattice vertex, or on each other)? A move
+        between them is no motion: it neither turns a cube nor counts as standing still."""
+        (ax, ay), (bx, by) = self._xy[a], self._xy[b]
+        return math.hypot(bx - ax, by - ay) <= EPS
+
+    def came_from(self, before: int, here: int, came: int) -> int:
+        """The vertex a cube that moved ``before`` -> ``here`` in the last step came from, as turns count it: -1
+        if it stood still (then it may set off any way); ``came`` (the one before) if that move was no motion."""
+        if before == here:
+            return -1
+        return came if self.same_place(before, here) else before
+
+    def turn_cosine(self, a: int, b: int, c: int) -> float:
+        """The cosine of the turn at b from the move a -> b onto b -> c; 1 (straight on) where either move is no
+        motion (:meth:`same_place`) or a is -1 (the cube stood still)."""
+        key = (a, b, c)
+        out = self._turns.get(key)
+        if out is None:
+            out = 1.0
+            if a >= 0 and not self.same_place(a, b) and not self.same_place(b, c):
+                (ax, ay), (bx, by), (cx, cy) = self._xy[a], self._xy[b], self._xy[c]
+                ux, uy, wx, wy = bx - ax, by - ay, cx - bx, cy - by
+                out = (ux * wx + uy * wy) / (math.hypot(ux, uy) * math.hypot(wx, wy))
+            self._turns[key] = out
         return out
 
     def relaxed_distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:

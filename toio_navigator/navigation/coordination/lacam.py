@@ -76,7 +76,7 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
             priority = np.minimum(np.array(routes) / graph.lattice.spacing, 1e6) * 1e-3   # unreachable: large
         else:
             # a cube that stood still keeps its direction (ties), or has turned meanwhile when turns cost a step
-            heading = [p if p != c else (h if turn_limit is None else -1)
+            heading = [h if p == c and turn_limit is None else graph.came_from(p, c, h)
                        for p, c, h in zip(parent.config, config, parent.heading)]
             at = np.array([c == t for c, t in zip(config, target)])
             priority = np.where(at, parent.priority - np.floor(parent.priority), parent.priority + 1.0)

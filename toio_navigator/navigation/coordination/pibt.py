@@ -77,21 +77,16 @@ class Pibt:
         g = self.g
         pts = g.points
         came = self.heading[i]
-        way = None if came < 0 else pts[u] - pts[came]
         scored = [(g.route(i, u) - 1e-3, 0.0, u)]
         aim = pts[g.target[i]] - pts[u]
         aim_len = math.hypot(*aim)
         right = np.array([-aim[1], aim[0]]) / aim_len if aim_len > 1e-9 else np.zeros(2)
         for x in g.neighbours(i, u):
             cost = g.route(i, x) - self.keep_right * float((pts[x] - pts[u]) @ right)
-            if way is not None:
-                step = pts[x] - pts[u]
-                norm = math.hypot(*way) * math.hypot(*step)
-                if norm > 1e-9:
-                    cos_turn = float(way @ step) / norm
-                    if self.turn_limit is not None and cos_turn < self.turn_limit:
-                        continue
-                    cost += self.turn_cost * (1.0 - cos_turn)
+            cos_turn = g.turn_cosine(came, u, x)
+            if self.turn_limit is not None and cos_turn < self.turn_limit:
+                continue
+            cost += self.turn_cost * (1.0 - cos_turn)
             scored.append((cost, self.tiebreak[i] * ((x * 2654435761) % 1000003) * 1e-9, x))
         out = [x for c, _t, x in sorted(scored) if math.isfinite(c) or x == u]
         self._cands[key] = out

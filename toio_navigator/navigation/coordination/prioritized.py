@@ -15,7 +15,6 @@ arrived stays on its target, and a path is accepted only if nobody else passes i
 from __future__ import annotations
 
 import heapq
-import math
 
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 from toio_navigator.navigation.coordination.lacam import Plan
@@ -136,19 +135,6 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     def tau(t: int) -> int:
         return min(t, settle + 1)
 
-    pts = graph.points
-
-    cosines: dict[tuple[int, int, int], float] = {}
-
-    def cos_turn(a: int, b: int, c: int) -> float:
-        key = (a, b, c)
-        out = cosines.get(key)
-        if out is None:
-            (ax, ay), (bx, by), (cx, cy) = pts[a], pts[b], pts[c]
-            ux, uy, wx, wy = bx - ax, by - ay, cx - bx, cy - by
-            out = cosines[key] = float(ux * wx + uy * wy) / max(math.hypot(ux, uy) * math.hypot(wx, wy), 1e-12)
-        return out
-
     # a state is (vertex, time, the vertex it came from in the last step or -1: only where turns are limited)
     # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
     # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
@@ -168,9 +154,9 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
         if t >= limit:
             continue
         for y in graph.neighbours(i, x) + [x]:
-            if turn_limit is not None and y != x and moved_from >= 0 and cos_turn(moved_from, x, y) < turn_limit:
+            if turn_limit is not None and y != x and graph.turn_cosine(moved_from, x, y) < turn_limit:
                 continue
-            key = (y, tau(t + 1), x if (turn_limit is not None and y != x) else -1)
+            key = (y, tau(t + 1), graph.came_from(x, y, moved_from) if turn_limit is not None else -1)
             if key in came or not _allowed(graph, res, x, y, t):
                 continue
             came[key] = state
@@ -179,10 +165,9 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
                 budget[0] -= 1
                 if budget[0] < 0:
                     return None
-            turn = 0.0
-            if y != x and before >= 0:
-                turn = 1.0 - cos_turn(before, x, y)
-            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, key, t + 1, x if y != x else before))
+            turn = 1.0 - graph.turn_cosine(before, x, y) if y != x else 0.0
+            moved = y != x and not graph.same_place(x, y)
+            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, key, t + 1, x if moved else before))
     return None
 
 
