@@ -24,6 +24,7 @@ from toio_navigator.navigation.coordination.execution import Execution
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph, segment_gap
 from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
+from toio_navigator.navigation.planners.coordinated import CoordinatedPlanner
 
 R = 16.5
 PACKAGED = Path(__file__).resolve().parents[1] / 'toio_navigator' / 'data' / 'scenarios.yaml'
@@ -342,16 +343,48 @@ def test_a_cube_is_steered_round_a_corner_only_as_far_as_it_is_granted():
     arcs = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(path, axis=0).T))])
     ex = Execution(schedule.Schedule(vertices=[[0, 1, 2]], paths=[path], arcs=[arcs], gates=[[[], [], []]]))
     ex.progress[:] = 70.0
-    planner = make_planner('coordinated')
+    planner = CoordinatedPlanner(backward=False)      # (a cube that backs out stops at a sharp corner)
     planner.graph = SimpleNamespace(D=46.0, lattice=SimpleNamespace(walls=np.zeros((0, 5))))
 
     def waypoint(limit):
-        _speed, wp = planner._drive(ex, np.array([[70.0, 0.0]]), np.zeros(1), np.zeros(1), np.array([limit]),
-                                    np.array([165.0]), np.array([0.5]), np.zeros(1), (np.array([0.2]), 0.2))
+        _speed, wp, _back = planner._drive(ex, np.array([[70.0, 0.0]]), np.zeros(1), np.zeros(1), np.array([limit]),
+                                           np.array([165.0]), np.array([0.5]), np.zeros(1), (np.array([0.2]), 0.2),
+                                           np.zeros(1, bool))
         return wp[0]
 
     assert waypoint(100.0)[1] == pytest.approx(0.0)              # to the corner, not round it
     assert waypoint(float(arcs[-1]))[1] > 5.0                   # granted beyond it: round the corner
+
+
+def test_a_cube_whose_way_turns_back_stops_at_the_corner_and_backs_out_instead_of_turning_round():
+    # a sharper V, granted all of it: a cube that may drive backwards goes to the corner (no arc round it), then
+    # on along the way out tail first (11 degrees off its heading): at full speed at once, where turning round
+    # (169 degrees) first would have stopped it
+    path = np.array([[0.0, 0.0], [100.0, 0.0], [50.0, 10.0]])
+    arcs = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(path, axis=0).T))])
+    ex = Execution(schedule.Schedule(vertices=[[0, 1, 2]], paths=[path], arcs=[arcs], gates=[[[], [], []]]))
+    planner = make_planner('coordinated')
+    planner.graph = SimpleNamespace(D=46.0, lattice=SimpleNamespace(walls=np.zeros((0, 5))))
+
+    def drive(progress, at, was_back):
+        ex.progress[:] = progress
+        speed, wp, back = planner._drive(ex, np.array([at]), np.zeros(1), np.zeros(1), np.array([arcs[-1]]),
+                                         np.array([165.0]), np.array([0.5]), np.zeros(1), (np.array([0.2]), 0.2),
+                                         np.array([was_back]))
+        return speed[0], wp[0], bool(back[0])
+
+    _speed, wp, back = drive(70.0, (70.0, 0.0), False)
+    assert wp[1] == pytest.approx(0.0) and not back               # forwards, to the corner
+    speed, wp, back = drive(100.0, (100.0, 0.0), False)           # at the corner, still facing along the way in
+    assert back and wp[1] > 5.0 and wp[0] < 100.0                 # the way out lies behind it: tail first
+    assert speed > 100.0
+    turned = CoordinatedPlanner(backward=False)
+    turned.graph = planner.graph
+    assert turned._drive(ex, np.array([[100.0, 0.0]]), np.zeros(1), np.zeros(1), np.array([arcs[-1]]),
+                         np.array([165.0]), np.array([0.5]), np.zeros(1), (np.array([0.2]), 0.2),
+                         np.zeros(1, bool))[0][0] == 0.0             # without: it stands and turns round first
+    # once backing out, it keeps doing so while its waypoint is less than 20 degrees short of abeam
+    assert drive(100.0, (100.0, 0.0), True)[2]
 
 
 def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():

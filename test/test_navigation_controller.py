@@ -50,6 +50,25 @@ def test_reference_options_give_the_scalar_cube_handle_wheels():
         assert (left[i], right[i]) == pytest.approx((ul, ur), abs=1e-9)
 
 
+def test_a_cube_driving_backwards_gets_the_wheels_of_a_cube_facing_the_other_way_negated_and_swapped():
+    rng = np.random.default_rng(4)
+    hp = CubeHandleParams()
+    x, y, th, px, py, pth = _poses(rng)
+    tx, ty, spd = rng.uniform(60, 440, 64), rng.uniform(60, 440, 64), rng.uniform(10, 115, 64)
+    backward = rng.random(64) < 0.5
+    left, right = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, False, 'keep_rotation', backward)
+    flip = np.where(backward, math.pi, 0.0)
+    mirror_l, mirror_r = drive_wheels(x, y, th + flip, px, py, pth + flip, tx, ty, spd, hp, 250.0, 8.0, False,
+                                      'keep_rotation')
+    plain_l, plain_r = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, False, 'keep_rotation')
+    assert np.array_equal(left[backward], -mirror_r[backward]) and np.array_equal(right[backward], -mirror_l[backward])
+    assert np.array_equal(left[~backward], plain_l[~backward]) and np.array_equal(right[~backward], plain_r[~backward])
+    # facing east, the target 100 u due west: straight back at full speed, no turn
+    one = [np.array([v]) for v in (250.0, 250.0, 0.0, 250.0, 250.0, 0.0, 150.0, 250.0, 80.0)]
+    left, right = drive_wheels(*one, hp, 250.0, 8.0, False, 'keep_rotation', np.array([True]))
+    assert left[0] == right[0] == -80.0
+
+
 def test_keep_rotation_saturation_keeps_the_turn_the_reference_loses():
     hp = CubeHandleParams()
     tr, rot = np.array([110.0]), np.array([40.0])          # left 130 > 115: must give up speed, not the turn

@@ -256,11 +256,17 @@ def saturate_keep_rotation(left, right, u_max: float):
 
 
 def drive_wheels(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp: CubeHandleParams, rotate_time_ms: float,
-                 tolerance: float, border_stop: bool, saturation: str):
+                 tolerance: float, border_stop: bool, saturation: str, backward: np.ndarray | None = None):
     """(left, right) motor units of N cubes driving to (tx, ty): the core's reference-exact move_to_target and
     dead-zone shift (handle_batch), then the named options (``border_stop``; ``saturation`` 'reference' or
-    'keep_rotation')."""
+    'keep_rotation'). A cube driving ``backward`` is steered as a cube facing the other way would be, whose
+    left wheel is its right one: the same commands, negated and swapped."""
     x_pred, y_pred, th_pred = (np.asarray(a, dtype=float) for a in (x_pred, y_pred, th_pred))
+    if backward is not None and np.any(backward):
+        flip = np.where(backward, math.pi, 0.0)
+        left, right = drive_wheels(x, y, np.asarray(th, float) + flip, x_pred, y_pred, th_pred + flip, tx, ty,
+                                   max_spd, hp, rotate_time_ms, tolerance, border_stop, saturation)
+        return np.where(backward, -right, left), np.where(backward, -left, right)
     tr, rot, _dur, _reached = move_to_target_batch(x, y, th, x_pred, y_pred, th_pred, tx, ty, max_spd, hp,
                                                    rotate_time_ms, tolerance)
     if border_stop:
@@ -442,8 +448,8 @@ class SwarmController:
             vel = np.column_stack([np.cos(pth) * spd, np.sin(pth) * spd])
         else:
             ent_pos, ent_th = pos, th
-        waypoint, limit, ratio, collision = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away, active, ok,
-                                                       age, now)
+        waypoint, limit, ratio, collision, backward = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away,
+                                                                 active, ok, age, now)
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
         reached = active & ~away & at_goal
@@ -456,7 +462,7 @@ class SwarmController:
         speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
         speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
         left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
-                                   s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
+                                   s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation, backward)
         lead = self._command_lead(now, seen, ok) if s.contact_guard and not coordinating else None
         for _ in range(GUARD_PASSES if lead is not None else 0):
             guarded = guard_caps(np.column_stack([pos, th]), speed, self.last_cmd, lead, np.column_stack([left, right]),
@@ -466,7 +472,7 @@ class SwarmController:
                 break
             speed = guarded
             left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed,
-                                       hp, s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation)
+                                       hp, s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation, backward)
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
         for i, cube in enumerate(s.cubes):
@@ -591,8 +597,10 @@ class SwarmController:
         return min(gap, self.settings.stale_timeout_s)
 
     def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok, age, now):
-        """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,)."""
+        """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,), and which
+        cubes drive backwards (N,)."""
         n = pos.shape[0]
+        backward = np.zeros(n, bool)
         if self.planner is None:
             extra = self.frozen_extra
             kw = dict(params=self.params, walls=self.walls, mode=self.settings.mode, margin=16.0 + extra,
@@ -616,10 +624,12 @@ class SwarmController:
                                command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now))
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
+            if res.backward is not None:
+                backward = np.asarray(res.backward, bool) & active
             lim = np.asarray(res.speed_limit, float) / UNITS_PER_S_PER_MOTOR_UNIT
             ratio = np.ones(n)
             self.last_rays = None
         wp = np.where(active[:, None] & np.isfinite(wp), wp, pos)
-        return wp, np.asarray(lim, float), np.asarray(ratio, float), np.asarray(col, bool) & ok
+        return wp, np.asarray(lim, float), np.asarray(ratio, float), np.asarray(col, bool) & ok, backward
 
 

@@ -45,6 +45,8 @@ class PlannerOutput:
     waypoint: np.ndarray            # (N, 2) where to steer next, mat units
     speed_limit: np.ndarray         # (N,) speed to use towards the waypoint, mat units/s
     collision: np.ndarray           # (N,) bool: the planner considers the cube in collision now
+    backward: np.ndarray | None = None   # (N,) bool: drive to the waypoint tail first (None: every cube forwards);
+                                         # a cube whose way turns back goes on without turning round
 
 
 class LocalPlanner(Protocol):

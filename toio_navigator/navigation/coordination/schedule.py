@@ -148,9 +148,10 @@ def _close_pairs(graph: CoordinationGraph, items: list[_Item]):
             yield items[k], items[m]
 
 
-def duration(sch: Schedule, speed: float, turn_time: float, wait_time: float) -> float:
+def duration(sch: Schedule, speed: float, turn_time: float, wait_time: float, both_ways: bool = False) -> float:
     """A rough time to carry the schedule out, to choose between plans: every segment takes its length at
-    ``speed`` plus ``turn_time`` per half turn at its start, and starts when the segment before it and everything
+    ``speed`` plus ``turn_time`` per half turn at its start (``both_ways``: a cube that drives backwards too turns
+    through the smaller of the angle and its supplement), and starts when the segment before it and everything
     it waits for are done, ``wait_time`` later when it had to wait for another cube (a real cube stops there and
     sets off again). The latest end is the estimate."""
     def needs(i: int, m: int) -> list[tuple[int, int]]:
@@ -193,5 +194,6 @@ def duration(sch: Schedule, speed: float, turn_time: float, wait_time: float) ->
                     norm = float(np.hypot(*seg) * np.hypot(*before))
                     if norm > 1e-9:
                         turn = math.acos(max(-1.0, min(1.0, float(seg @ before) / norm))) / math.pi
+                        turn = min(turn, 1.0 - turn) if both_ways else turn
                 done[node] = start + float(np.hypot(*seg)) / speed + turn_time * turn
     return max(done.values(), default=0.0)

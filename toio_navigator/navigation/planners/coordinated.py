@@ -96,6 +96,11 @@ class CoordinatedParams:
     turn_step: float | None = 0.6  # real cubes: a plan's move turning from the way a cube came (cosine below this:
                                    # every lattice turn) follows a step of standing still, as a real cube stands to
                                    # turn on the spot; the plans then turn less (None: turn while moving)
+    backward: bool = True         # real cubes drive backwards where their way turns back by more than 90 degrees
+                                  # (a turn costs the smaller of its angle and its supplement; the plan still
+                                  # makes them stand a step before going back: they stop there anyway) ...
+    backward_switch: float = math.radians(20.0)   # ... switching between forwards and backwards only once the
+                                                  # waypoint lies this much beyond 90 degrees from the way it drives
     estimate_speed: float = 100.0  # the model that picks a plan for real cubes: u/s along a segment, ...
     estimate_turn: float = 0.8     # ... s per half turn, ...
     estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
@@ -136,6 +141,7 @@ class CoordinatedPlanner:
         self.last: dict = {}
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
+        self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -198,16 +204,22 @@ class CoordinatedPlanner:
             later = heading + np.clip(rate * before[0], -p.turn_ahead, p.turn_ahead)
             recent = [v for t, v in self._sent if self.clock - t < p.link_latency + dt + 1e-9]
             sending = np.max(recent, axis=0) if recent else np.zeros(n)
-            speed, waypoint = self._drive(ex, pos[idx], heading, later, limit, vmax, react,
-                                          (running if p.gate_lost else sending)[idx], gate_before)
-            everyone = np.asarray(state.heading, float)
+            speed, waypoint, back = self._drive(ex, pos[idx], heading, later, limit, vmax, react,
+                                                (running if p.gate_lost else sending)[idx], gate_before,
+                                                self._backward[idx])
+            # the commands under way drive each cube the way it was last told to (forwards or backwards)
+            everyone = np.asarray(state.heading, float) + np.where(self._backward, math.pi, 0.0)
             in_flight = running[:, None] * np.column_stack([np.cos(everyone), np.sin(everyone)])
+            flip = np.where(back, math.pi, 0.0)      # from here on: the way each cube drives, not its heading
+            heading, later = heading + flip, later + flip
             speed = self._keep_apart(pos, idx, heading, later, waypoint, speed,
                                      (np.asarray(state.vel, float), in_flight), radius, react, running[idx], before)
             for towards in (heading, later):
                 speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
+            self._backward[idx] = back
+            out.backward = self._backward.copy()
             if (speed > 0).any():
                 self.last_motion = self.clock
         else:
@@ -286,7 +298,8 @@ class CoordinatedPlanner:
 
         def option(candidate: lacam.Plan) -> tuple:
             sch = schedule.build(graph, candidate, p.straight)
-            return not candidate.complete, schedule.duration(sch, speed, turn, wait), sch, candidate
+            estimate = schedule.duration(sch, speed, turn, wait, closed and p.backward)
+            return not candidate.complete, estimate, sch, candidate
 
         options = sorted((option(lacam.without_detours(graph, candidate)) for candidate in plans),
                          key=lambda o: o[:2])
@@ -334,20 +347,25 @@ class CoordinatedPlanner:
 
     # ------------------------------------------------------------------------------------------------ driving
     def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, later: np.ndarray, limit: np.ndarray,
-               vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]):
-        """Speed (u/s) and waypoint of each real cube. The speed alone decides where it stops: whatever the
+               vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float],
+               was_back: np.ndarray):
+        """Speed (u/s), waypoint and whether it drives backwards (``backward``; ``was_back``: last tick) of each
+        real cube. The speed alone decides where it stops: whatever the
         latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at
         ``running``, the command it is taken to run (``gate_lost``); then the new one runs ``before[1]`` s);
         slower for corners; below the wheels' dead zone it creeps until it is ``creep_stop`` from its limit. The
         waypoint only steers: ``lookahead`` along the path, round a corner no further than cuts it by
         ``corner_cut`` (a sharp corner: onto it), and never within CubeHandle's reach (where it would stop by
-        itself)."""
+        itself). A cube drives backwards when its waypoint lies behind it (by ``backward_switch`` beyond 90 degrees
+        to switch), and then stops at every corner sharper than 90 degrees, from where it goes on the other way
+        round."""
         lead, run = before
         p = self.params
         sch = ex.schedule
         n = sch.n
         speed = np.zeros(n)
         waypoint = pos.copy()
+        back = np.asarray(was_back, bool).copy()
         self.why = ['end'] * n            # diagnostics: what holds each cube's speed this tick
         far = p.handle_reach + p.steer_gap
         # where every cube is and may be soon (its measured position and its path up to its limit), to see which
@@ -387,7 +405,8 @@ class CoordinatedPlanner:
                 # wide and taken fast
                 others = soon[owner != k]
                 alone = (others.size == 0 or float(np.hypot(*(others - path[m]).T).min()) > wide) and (
-                    len(walls) == 0 or float(wall_gap(path[m][None], walls)[0]) > wall_room)
+                    len(walls) == 0 or float(wall_gap(path[m][None], walls)[0]) > wall_room) and (
+                    cos_t >= 0.0 or not p.backward)      # (a cube that can back out of a sharp turn stops there)
                 if alone:       # round the corner, however sharp, on an arc
                     cut, pass_speed = p.corner_cut_wide, p.corner_speed_wide * (1.0 + cos_t) / 2.0
                 else:           # along the path, stopping at a corner sharper than 90 degrees
@@ -420,9 +439,13 @@ class CoordinatedPlanner:
             # its waypoint, none beyond align_stop
             way = target - pos[k]
             bearing = math.atan2(way[1], way[0])
+            if p.backward:
+                off = abs((bearing - heading[k] + math.pi) % (2.0 * math.pi) - math.pi)
+                back[k] = off > 0.5 * math.pi + (-p.backward_switch if back[k] else p.backward_switch)
+            flip = math.pi if back[k] else 0.0
             factor, later_factor = (min(max(float((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
                                                                      - math.pi)) / (p.align_stop - p.align_full)),
-                                                0.0), 1.0) for h in (heading[k], later[k]))
+                                                0.0), 1.0) for h in (heading[k] + flip, later[k] + flip))
             # a cube still turning from its last command overshoots: as it will be heading, no more than a creep
             factor = min(factor, max(later_factor, p.min_speed / max(v, 1e-9)))
             if factor < 1.0:
@@ -438,7 +461,7 @@ class CoordinatedPlanner:
                 v = p.min_speed if creep else 0.0
                 self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
-        return speed, waypoint
+        return speed, waypoint, back
 
     def _turn_rate(self, idx: np.ndarray, heading: np.ndarray, measured: np.ndarray) -> np.ndarray:
         """How fast each cube turns (rad/s): its measured heading against the one at least ``turn_baseline``
