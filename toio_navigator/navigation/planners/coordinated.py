@@ -16,8 +16,9 @@ Layers, each in ``navigation/coordination``:
   others' progress; a real cube gets the speed that lets it stop within its limit when its command takes
   effect after the state's age + a typical link latency (``gate_latency``), the commands sent just before it
   running until then (``gate_lost``), and runs its own duration + the motor's lag (the pair distance's margin
-  takes a slower link or a lost write), and a waypoint along its path that cuts corners by
-  at most ``corner_cut``; the safety layer under it reckons with the link's worst latency.
+  takes a slower link or a lost write), and a waypoint along its path that cuts corners by at most
+  ``corner_cut``; where its way turns back it backs out instead of turning round (``backward``); the safety
+  layer under it reckons with the link's worst latency.
 
 A cube that strays from its path, a change of goals or of the cubes that can move, or a long stop without
 progress, stops everyone and plans again from where they are, once they are at rest.
@@ -349,16 +350,15 @@ class CoordinatedPlanner:
     def _drive(self, ex: Execution, pos: np.ndarray, heading: np.ndarray, later: np.ndarray, limit: np.ndarray,
                vmax: np.ndarray, react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float],
                was_back: np.ndarray):
-        """Speed (u/s), waypoint and whether it drives backwards (``backward``; ``was_back``: last tick) of each
-        real cube. The speed alone decides where it stops: whatever the
-        latency, within its limit (until a new command takes effect, ``before[0]`` s, the cube goes on at
-        ``running``, the command it is taken to run (``gate_lost``); then the new one runs ``before[1]`` s);
-        slower for corners; below the wheels' dead zone it creeps until it is ``creep_stop`` from its limit. The
-        waypoint only steers: ``lookahead`` along the path, round a corner no further than cuts it by
-        ``corner_cut`` (a sharp corner: onto it), and never within CubeHandle's reach (where it would stop by
-        itself). A cube drives backwards when its waypoint lies behind it (by ``backward_switch`` beyond 90 degrees
-        to switch), and then stops at every corner sharper than 90 degrees, from where it goes on the other way
-        round."""
+        """Speed (u/s), waypoint and whether it drives backwards (``was_back``: last tick) of each real cube. The
+        speed alone decides where it stops: whatever the latency, within its limit (until a new command takes
+        effect, ``before[0]`` s, the cube goes on at ``running``, the command it is taken to run (``gate_lost``);
+        then the new one runs ``before[1]`` s); slower for corners; below the wheels' dead zone it creeps until it
+        is ``creep_stop`` from its limit. The waypoint only steers: ``lookahead`` along the path, round a corner no
+        further than cuts it by ``corner_cut`` (a sharp corner: onto it), and never within CubeHandle's reach
+        (where it would stop by itself). A cube drives backwards when its waypoint lies behind it (by
+        ``backward_switch`` beyond 90 degrees to switch); with ``backward`` it stops at every corner sharper than
+        90 degrees, from where it goes on the other way round."""
         lead, run = before
         p = self.params
         sch = ex.schedule
