@@ -85,6 +85,24 @@ def running(pid: int) -> bool:
         return False
 
 
+def describe(pids: set[int]) -> str:
+    """What each of ``pids`` is and where it waits (for the message of a test that finds it still running: its
+    own stack dump may have gone into the pipe of a supervisor that is dead)."""
+    out = []
+    for pid in sorted(pids):
+        try:
+            with open(f'/proc/{pid}/cmdline') as f:
+                command = f.read().replace('\0', ' ').strip()
+            with open(f'/proc/{pid}/wchan') as f:
+                wchan = f.read().strip() or '-'
+            threads = len(os.listdir(f'/proc/{pid}/task'))
+        except OSError:
+            out.append(f'{pid}: gone')
+            continue
+        out.append(f'{pid}: {command} (waiting in {wchan}, {threads} threads)')
+    return '; '.join(out)
+
+
 def wait_gone(pids: set[int], timeout: float) -> set[int]:
     """Wait until none of ``pids`` runs; the ones still running after ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
-from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, start_bringup, wait_gone, write_cubes  # noqa: E402
+from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, describe, start_bringup, wait_gone, write_cubes  # noqa: E402
 
 NAMES = [f'cube{i + 1}' for i in range(len(CORNERS))]
 
@@ -52,7 +52,8 @@ def test_a_signal_stops_a_driving_bringup_cleanly_and_every_cube_gets_a_stop(tmp
         nodes = descendants(proc.pid)
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
-        assert wait_gone(nodes, 10.0) == set(), 'node processes outlived the bringup'
+        left = wait_gone(nodes, 10.0)
+        assert left == set(), f'node processes outlived the bringup: {describe(left)}'
         probe.spin_for(0.2)         # frames already received by DDS, still to be taken
         assert probe.motor == {c: (0, 0) for c in NAMES}, 'a driver left without stopping its cube'
     finally:

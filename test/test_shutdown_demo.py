@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
-from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, wait_gone, write_cubes  # noqa: E402
+from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, describe, wait_gone, write_cubes  # noqa: E402
 
 NAMES = [f'cube{i + 1}' for i in range(len(CORNERS))]
 
@@ -32,7 +32,8 @@ def test_sigterm_stops_a_driving_demo_in_order(tmp_path, child_env, ros_domain, 
         processes = descendants(proc.pid)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 130, log.read_text()[-3000:]
-        assert wait_gone(processes, 10.0) == set(), 'processes outlived the demo'
+        left = wait_gone(processes, 10.0)
+        assert left == set(), f'processes outlived the demo: {describe(left)}'
         probe.spin_for(0.2)
         assert probe.motor == {c: (0, 0) for c in NAMES}, 'a driver left without stopping its cube'
     finally:

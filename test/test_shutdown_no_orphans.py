@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
-from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, start_bringup, wait_gone, write_cubes  # noqa: E402
+from lifecycle_probe import CORNERS, Probe, bad_lines, descendants, describe, start_bringup, wait_gone, write_cubes  # noqa: E402
 from toio_navigator import lifecycle  # noqa: E402
 
 NAMES = [f'cube{i + 1}' for i in range(len(CORNERS))]
@@ -41,7 +41,8 @@ def test_no_node_outlives_its_bringup_and_every_cube_stops(tmp_path, child_env, 
         assert len(nodes) == len(NAMES) + 1            # the drivers and the navigator
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == (0 if sig == signal.SIGHUP else -signal.SIGKILL)
-        assert wait_gone(nodes, 20.0) == set(), f'nodes left running after {sig.name} to their bringup'
+        left = wait_gone(nodes, 20.0)
+        assert left == set(), f'nodes left running after {sig.name} to their bringup: {describe(left)}'
         probe.spin_for(0.2)
         assert probe.motor == {c: (0, 0) for c in NAMES}, 'a driver left without stopping its cube'
         assert probe.largest_move(0.5) < 1e-4, 'a cube still moves'
