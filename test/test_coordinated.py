@@ -434,3 +434,63 @@ def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_
     assert any(c.motor[:2] != (0, 0) for c in commands)     # at least one of them is sent on its way
     assert controller.sidesteps.sum() == 0   # its own coordination, not the controller's side-steps
     assert controller.planner.plans >= 1
+
+
+def _one_cube_controller(realtime: bool) -> tuple[SwarmController, list[float]]:
+    settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', mat_rect=(45.0, 45.0, 455.0, 455.0))
+    now = [0.0]
+    controller = SwarmController(settings, clock=lambda: now[0], realtime=realtime)
+    for cube, y in (('a', 150.0), ('b', 350.0)):
+        controller.update_state(cube, 150.0, y, 0.0, True, 2, stamp_ns=0)
+    assert controller.set_goal('a', 1, 350.0, 150.0, 0, 0.0, 0.0) == ''
+    assert controller.set_goal('b', 1, 350.0, 350.0, 0, 0.0, 0.0) == ''
+    return controller, now
+
+
+def _tick(controller: SwarmController, now: list[float], where: dict[str, tuple[float, float]]):
+    now[0] += 0.05
+    for cube, (x, y) in where.items():
+        controller.update_state(cube, x, y, 0.0, True, 2, stamp_ns=int(now[0] * 1e9))
+    return {c.cube: c for c in controller.step(now[0])}
+
+
+def test_a_cube_that_has_arrived_is_reported_reached():
+    # the live demo with `coordinated`: every cube stood on its goal and none was ever reported there (its
+    # waypoint, pushed out of CubeHandle's reach to steer by, stayed 14 u off)
+    controller, now = _one_cube_controller(realtime=False)
+    at_start = {'a': (150.0, 150.0), 'b': (150.0, 350.0)}
+    while not any(c.motor is not None and c.motor[:2] != (0, 0) for c in _tick(controller, now, at_start).values()):
+        assert now[0] < 5.0, 'nobody was sent on its way'
+    at_goal = {'a': (350.0, 150.0), 'b': (350.0, 350.0)}
+    for _ in range(3):
+        commands = _tick(controller, now, at_goal)
+    assert all(commands[c].reached for c in ('a', 'b'))
+    assert all(commands[c].motor[:2] == (0, 0) for c in ('a', 'b'))
+
+
+def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile():
+    # a plan made within the tick kept the navigator node from reading states for seconds: the cubes went stale,
+    # which changed what to plan for, and it planned again, for ever (the live demo: no cube reached its goal)
+    controller, now = _one_cube_controller(realtime=True)
+    planner = controller.planner
+    assert planner.plan_in_background
+    at_start = {'a': (150.0, 150.0), 'b': (150.0, 350.0)}
+    commands = _tick(controller, now, at_start)
+    while planner._job is None and planner.execution is None:      # it waits for the cubes to stand still first
+        commands = _tick(controller, now, at_start)
+    first_job = planner._job
+    assert planner.execution is None and all(c.motor[:2] == (0, 0) for c in commands.values())
+    # a new goal while it plans: that plan is dropped when it is done, and one for the new goals is made
+    assert controller.set_goal('b', 2, 350.0, 300.0, 0, 0.0, 0.0) == ''
+    assert first_job[1].wait(60.0)
+    while planner.execution is None:
+        assert planner._job is None or planner._job[1].wait(60.0)
+        commands = _tick(controller, now, at_start)
+    assert planner._job is None and planner.plans == 1
+    ends = {int(planner.agents[k]): planner.execution.schedule.paths[k][-1] for k in range(2)}
+    assert ends[1] == pytest.approx((350.0, 300.0))
+    for _ in range(5):
+        commands = _tick(controller, now, at_start)
+    assert any(c.motor[:2] != (0, 0) for c in commands.values())
+    # trials, benchmarks and replays plan within the tick: the same plan at the same tick every time
+    assert not make_planner('coordinated').plan_in_background

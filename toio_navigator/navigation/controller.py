@@ -303,8 +303,12 @@ class SwarmController:
     """The navigator's logic without ROS: latest states, goals, one swarm step per tick."""
 
     def __init__(self, settings: NavigatorSettings, params: NavigatorParams | None = None,
-                 handle: CubeHandleParams | None = None, clock=time.monotonic) -> None:
+                 handle: CubeHandleParams | None = None, clock=time.monotonic, realtime: bool = False) -> None:
+        """``realtime``: ticks run in real time beside the node's other work (the navigator node), so a planner
+        that can plan in the background (``plan_in_background``) does; otherwise every tick gives the same
+        answers for the same inputs (trials, benchmarks, bag replay)."""
         settings.check()
+        self.realtime = realtime
         self.settings = settings
         self.params = params or NavigatorParams()
         self.handle = handle or CubeHandleParams()
@@ -348,6 +352,8 @@ class SwarmController:
             self.planner = None
         else:
             planner = make_planner(name)
+            if self.realtime and hasattr(planner, 'plan_in_background'):
+                planner.plan_in_background = True
             planner.reset(len(self.settings.cubes), seed=0)
             self.planner = planner
         self.settings.planner = name

@@ -47,7 +47,7 @@ class NavigatorNode(Node):
         settings = config.settings
         # the controller's own clock (goal status only) is the ROS clock of the tick stamps; so is the goals'
         clock = lambda: stamp_seconds(self.get_clock().now().nanoseconds)  # noqa: E731
-        self.controller = SwarmController(settings, config.params, config.handle, clock=clock)
+        self.controller = SwarmController(settings, config.params, config.handle, clock=clock, realtime=True)
         self.goals = GoalInterfaces(self, self.controller, config.goals, config.frames, clock)
         self.frames = config.frames
         self.tf = TfBroadcaster(self, config.frames.frame_id, config.frames.map_frame) \

@@ -27,6 +27,7 @@ progress, stops everyone and plans again from where they are, once they are at r
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,6 +118,10 @@ class CoordinatedPlanner:
     """The LocalPlanner interface over graph + plan + schedule + execution (module docstring)."""
     name = 'coordinated'
     resolves_deadlocks = True     # the controller's side-step breaker must leave its cubes alone
+    # plans are made by a worker thread while the ticks go on holding the cubes (a live navigator, whose node must
+    # keep reading states meanwhile); False: within the tick (trials, benchmarks, replay: the same plan at the same
+    # tick every time)
+    plan_in_background = False
 
     def __init__(self, params: CoordinatedParams | None = None, **overrides) -> None:
         self.params = params or CoordinatedParams(**overrides)
@@ -143,6 +148,7 @@ class CoordinatedPlanner:
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
         self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
+        self._job: tuple[bytes, threading.Event, list] | None = None   # a plan being made: (key, done, [result])
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -168,7 +174,10 @@ class CoordinatedPlanner:
         if self.replan:
             if closed and self.clock - self.last_motion < p.rest_time:
                 return hold                   # everyone stops; plan when they stand still
-            self._make_plan(state, active, key, closed)
+            if not self.plan_in_background:
+                self._adopt(self._plan_for(state, active, closed, self.plans), key, closed)
+            elif not self._plan_in_background(state, active, key, closed):
+                return hold                   # they stand while it is made
         ex = self.execution
         idx = self.agents
         vmax = np.asarray(state.max_speed, float)[idx]
@@ -264,7 +273,40 @@ class CoordinatedPlanner:
         return (active.tobytes() + goals.tobytes() + np.asarray(state.walls, float).tobytes()
                 + np.asarray(state.radius, float)[active].tobytes())
 
-    def _make_plan(self, state: SwarmState, active: np.ndarray, key: bytes, closed: bool) -> None:
+    def _plan_in_background(self, state: SwarmState, active: np.ndarray, key: bytes, closed: bool) -> bool:
+        """True once a plan for ``key`` is adopted; until then a worker thread makes it. A plan for many cubes
+        takes seconds: made within the tick, it kept a live navigator from reading states for that long, the
+        cubes went stale, which changed what to plan for, and the navigator planned again, for ever (the live
+        demo with `coordinated`: no cube reached its goal). A plan finished for other goals or cubes than now is
+        dropped and made again."""
+        job = self._job
+        if job is not None and job[1].is_set():
+            self._job = None
+            result = job[2][0]
+            if isinstance(result, BaseException):
+                raise result                  # as if it had been made in this tick
+            if job[0] == key:
+                self._adopt(result, key, closed)
+                return True
+        if self._job is None:
+            done, box, number = threading.Event(), [None], self.plans
+
+            def work() -> None:
+                try:
+                    box[0] = self._plan_for(state, active, closed, number)
+                except BaseException as exc:  # handed to the tick that collects the plan
+                    box[0] = exc
+                finally:
+                    done.set()
+
+            self._job = (key, done, box)
+            # a daemon: a node stopping in the middle of a plan does not wait for it
+            threading.Thread(target=work, name='coordinated plan', daemon=True).start()
+        return False
+
+    def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int):
+        """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
+        made before (the searches' seed)."""
         p = self.params
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
@@ -284,11 +326,11 @@ class CoordinatedPlanner:
         plans = []
         turn_limit = p.turn_step if closed else None
         for k in range(tries):
-            rng = np.random.default_rng(self.seed + self.plans + 1000 * (k // 2))
+            rng = np.random.default_rng(self.seed + number + 1000 * (k // 2))
             plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
                                       keep_right=p.keep_right * (k % 2), turn_limit=turn_limit))
         if closed and not any(plan.complete for plan in plans):
-            rng = np.random.default_rng(self.seed + self.plans)
+            rng = np.random.default_rng(self.seed + number)
             plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit))
         if graph.N <= p.pbs_agents:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
@@ -308,6 +350,12 @@ class CoordinatedPlanner:
         options += [option(lacam.without_detours(graph, prioritized.shorten(
             graph, o[3], p.pbs_limit, turn_limit, p.shorten_budget))) for o in options[:p.shorten]]
         _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
+        return graph, plan, idx, sch
+
+    def _adopt(self, made: tuple, key: bytes, closed: bool) -> None:
+        """Carry out a plan of :meth:`_plan_for` from now on."""
+        p = self.params
+        graph, plan, idx, sch = made
         self.graph, self.plan, self.agents, self.key = graph, plan, idx, key
         self.execution = Execution(sch, p.release if closed else 1e-9,
                                    p.stray if closed else 0.0)
@@ -387,6 +435,11 @@ class CoordinatedPlanner:
         for k in range(n):
             path, arcs = sch.paths[k], sch.arcs[k]
             s, lim = float(ex.progress[k]), float(limit[k])
+            if s >= float(arcs[-1]) - p.goal_reached:
+                # arrived: it stands, its waypoint on its goal (pushed out of CubeHandle's reach, as a waypoint
+                # to steer by is, it kept the navigator from ever reporting the goal reached)
+                waypoint[k] = path[-1]
+                continue
             # the end of its path is the cube's own goal: it may drive onto it (the margin is for others' ways)
             at_end = lim >= float(arcs[-1]) - 1e-6
             free = lim - s - (0.0 if at_end else p.stop_margin)
