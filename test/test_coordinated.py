@@ -482,9 +482,9 @@ def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile(
     assert planner.execution is None and all(c.motor[:2] == (0, 0) for c in commands.values())
     # a new goal while it plans: that plan is dropped when it is done, and one for the new goals is made
     assert controller.set_goal('b', 2, 350.0, 300.0, 0, 0.0, 0.0) == ''
-    assert first_job[1].wait(60.0)
+    assert first_job[1].result(timeout=60.0) is not None
     while planner.execution is None:
-        assert planner._job is None or planner._job[1].wait(60.0)
+        assert planner._job is None or planner._job[1].result(timeout=60.0) is not None
         commands = _tick(controller, now, at_start)
     assert planner._job is None and planner.plans == 1
     ends = {int(planner.agents[k]): planner.execution.schedule.paths[k][-1] for k in range(2)}

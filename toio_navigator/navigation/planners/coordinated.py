@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,7 +149,7 @@ class CoordinatedPlanner:
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
         self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
-        self._job: tuple[bytes, threading.Event, list] | None = None   # a plan being made: (key, done, [result])
+        self._job: tuple[bytes, Future] | None = None   # a plan being made in the background: (key, its future)
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -280,26 +281,23 @@ class CoordinatedPlanner:
         demo with `coordinated`: no cube reached its goal). A plan finished for other goals or cubes than now is
         dropped and made again."""
         job = self._job
-        if job is not None and job[1].is_set():
+        if job is not None and job[1].done():
             self._job = None
-            result = job[2][0]
-            if isinstance(result, BaseException):
-                raise result                  # as if it had been made in this tick
+            made = job[1].result()            # raises what the search raised, as if in this tick
             if job[0] == key:
-                self._adopt(result, key, closed)
+                self._adopt(made, key, closed)
                 return True
         if self._job is None:
-            done, box, number = threading.Event(), [None], self.plans
+            future: Future = Future()
+            number = self.plans
 
             def work() -> None:
                 try:
-                    box[0] = self._plan_for(state, active, closed, number)
+                    future.set_result(self._plan_for(state, active, closed, number))
                 except BaseException as exc:  # handed to the tick that collects the plan
-                    box[0] = exc
-                finally:
-                    done.set()
+                    future.set_exception(exc)
 
-            self._job = (key, done, box)
+            self._job = (key, future)
             # a daemon: a node stopping in the middle of a plan does not wait for it
             threading.Thread(target=work, name='coordinated plan', daemon=True).start()
         return False
@@ -493,12 +491,11 @@ class CoordinatedPlanner:
             way = target - pos[k]
             bearing = math.atan2(way[1], way[0])
             if p.backward:
-                off = abs((bearing - heading[k] + math.pi) % (2.0 * math.pi) - math.pi)
-                back[k] = off > 0.5 * math.pi + (-p.backward_switch if back[k] else p.backward_switch)
+                back[k] = _angle_off(bearing, heading[k]) > 0.5 * math.pi + (
+                    -p.backward_switch if back[k] else p.backward_switch)
             flip = math.pi if back[k] else 0.0
-            factor, later_factor = (min(max(float((p.align_stop - abs((bearing - h + math.pi) % (2.0 * math.pi)
-                                                                     - math.pi)) / (p.align_stop - p.align_full)),
-                                                0.0), 1.0) for h in (heading[k] + flip, later[k] + flip))
+            factor, later_factor = (min(max((p.align_stop - _angle_off(bearing, h)) / (p.align_stop - p.align_full),
+                                            0.0), 1.0) for h in (heading[k] + flip, later[k] + flip))
             # a cube still turning from its last command overshoots: as it will be heading, no more than a creep
             factor = min(factor, max(later_factor, p.min_speed / max(v, 1e-9)))
             if factor < 1.0:
@@ -607,6 +604,11 @@ class CoordinatedPlanner:
             hit = d < radius[rows][q] + radius[rows][o]
             out[rows[q[hit]]] = True
         return out
+
+
+def _angle_off(a: float, b: float) -> float:
+    """|a - b| wrapped to [0, pi] (radians; scalars: per cube in a loop, where numpy's overhead would dominate)."""
+    return abs((a - b + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def _closest_approach(rel: np.ndarray, ways: np.ndarray, travel: np.ndarray, others: np.ndarray,
