@@ -11,7 +11,8 @@ standing at a vertex when it has gone on beyond it by ``release``.
 
 Limits only grow while the other cubes progress, so a cube that keeps within its limit stays clear of every cube
 whose way conflicts with its own, however late its commands take effect: the planner drives it so that it can
-always stop before its limit.
+always stop before its limit. The order of the schedule is kept as it is: a cube held by a late one waits (letting
+it go first where the late one was still far from their crossing made the swarm slower: docs/trial.md).
 """
 from __future__ import annotations
 
@@ -55,7 +56,6 @@ class Execution:
         self.deviation = np.zeros(schedule.n)
         self.last_pos: np.ndarray | None = None
         self.binding: list[tuple[int, int] | None] = [None] * schedule.n
-        self.turned: set[tuple[int, int]] = set()     # (i, j): i was let go before j
         self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (progress, way)
 
     @property
@@ -121,7 +121,7 @@ class Execution:
 
     def _foot(self, j: int, reach: float) -> np.ndarray:
         """Cube j's way from its progress to arc length ``reach`` (kept while its progress stays: many gates of
-        other cubes, and the reordering, ask for the same way in one tick)."""
+        other cubes ask for the same way in one tick)."""
         s = float(self.progress[j])
         kept = self._feet.get((j, reach))
         if kept is None or kept[0] != s:
@@ -151,12 +151,12 @@ class Execution:
             out[i], self.binding[i] = held
         return out
 
-    def _limit(self, i: int, pos: np.ndarray, until: float, skip: int = -1, m: int | None = None):
-        """(limit of cube i, (segment, cube) of the gate that sets it or None); gates on cube ``skip`` left out;
-        from its segment ``m`` on (default: the one it is on). ``until`` is not before its progress."""
+    def _limit(self, i: int, pos: np.ndarray, until: float, m: int | None = None):
+        """(limit of cube i, (segment, cube) of the gate that sets it or None), from its segment ``m`` on (default:
+        the one it is on). ``until`` is not before its progress."""
         until = min(until, float(self.schedule.arcs[i][-1]))
         while True:
-            job = self._next_live(i, until, skip, m)
+            job = self._next_live(i, until, m)
             if job is None:
                 return until, None
             held = self._check([job], pos)[0]
@@ -167,7 +167,7 @@ class Execution:
                 return until, None
             m += 1
 
-    def _next_live(self, i: int, until: float, skip: int = -1, m: int | None = None) -> tuple | None:
+    def _next_live(self, i: int, until: float, m: int | None = None) -> tuple | None:
         """Cube i's first segment from ``m`` on (default: the one it is on) with a gate still to be passed before
         arc length ``until`` (from its progress up to its end at most): (i, segment, lo, hi, live gates), lo..hi
         the stretch of it to look at; None if there is none (then ``until`` is its limit)."""
@@ -181,7 +181,7 @@ class Execution:
         while m < len(arcs) and arcs[m - 1] <= until:
             lo, hi = max(s, float(arcs[m - 1])), min(until, float(arcs[m]))
             live = [(j, reach, dist) for j, reach, dist, leave in gates[m]
-                    if j != skip and self.waiting(j, reach, leave)]
+                    if self.waiting(j, reach, leave)]
             if live:
                 return i, m, lo, hi, live
             if hi >= until:
@@ -255,91 +255,3 @@ class Execution:
             limit = float(samples[first[k] + e - 1]) if e else float(lo[k])
             out[k] = (limit, (jobs[k][1], jobs[k][4][int(gate[k])][0]))
         return out
-
-    # ---------------------------------------------------------------------------------------------- reordering
-    def reorder(self, pos: np.ndarray, stopping: np.ndarray, distance: float, room: float) -> int:
-        """Let a cube that a gate holds go first when the cube it waits for is late: still at least its stopping
-        distance (``stopping``, N) + ``room`` before the place where their ways conflict. The gate is turned
-        round (that cube now waits until this one has passed), only for gates of the ordinary pair
-        ``distance``, only if this cube would then get ``room`` further, never back again for the same pair, and
-        never where it would close a cycle of waits (a dead-lock). Returns how many gates were turned round."""
-        sch = self.schedule
-        turned = 0
-        for i in range(sch.n):
-            held = self.binding[i]
-            if held is None:
-                continue
-            m, j = held
-            if (j, i) in self.turned or (i, j) in self.turned:
-                continue
-            gates_i = sch.gates[i]
-            if any(g[0] == j and abs(g[2] - distance) > 1e-6 for g in gates_i[m]):
-                continue
-            m2 = m
-            while m2 + 1 < len(gates_i) and any(g[0] == j for g in gates_i[m2 + 1]):
-                m2 += 1
-            if m2 + 1 >= len(gates_i):
-                continue                        # i stays where the ways conflict: j could never pass
-            reach_j = max(g[1] for k in range(m, m2 + 1) for g in gates_i[k] if g[0] == j)
-            if reach_j + 2.0 * SAMPLE <= self.progress[j] + stopping[j] + room:
-                continue                        # j is nearer than that to the end of the conflict, so to its start
-            s = float(self.progress[i])
-            way_i = sub_path(sch.paths[i], sch.arcs[i], s, float(sch.arcs[i][m2]))
-            start = self._first_close(j, way_i, reach_j, distance)
-            if start is None or start < self.progress[j] + stopping[j] + room:
-                continue                        # (the commonest reason: looked at first)
-            free, _held = self._limit(i, pos, s + room + SAMPLE, skip=j)
-            if free < s + room:
-                continue                        # something else holds it too
-            arcs_j = sch.arcs[j]
-            first_seg = max(1, int(arcs_j.searchsorted(start, side='right')))
-            last_seg = max(first_seg, int(arcs_j.searchsorted(reach_j - 1e-6, side='left')))
-            # j will wait until i has left the vertex ending segment m2, i.e. until i is on its next segment
-            if self._depends(i, m2 + 1, j, first_seg, (m, m2)):
-                continue
-            for k in range(m, m2 + 1):
-                gates_i[k] = [g for g in gates_i[k] if g[0] != j]
-            for k in range(first_seg, min(last_seg, len(arcs_j) - 1) + 1):
-                sch.gates[j][k].append((i, float(sch.arcs[i][m2]), distance, True))
-            self.turned.add((i, j))
-            turned += 1
-        return turned
-
-    def _first_close(self, j: int, way: np.ndarray, reach: float, distance: float) -> float | None:
-        """The first arc length of cube j's path (from its progress up to ``reach``) within ``distance`` of the
-        polyline ``way``, or None."""
-        sch = self.schedule
-        s0 = float(self.progress[j])
-        if reach <= s0:
-            return None
-        samples = np.arange(s0, reach + SAMPLE, SAMPLE)
-        path, arcs = sch.paths[j], sch.arcs[j]
-        pts = np.empty((len(samples), 2))
-        pts[:, 0], pts[:, 1] = np.interp(samples, arcs, path[:, 0]), np.interp(samples, arcs, path[:, 1])
-        d = point_segment_distance(pts[:, None, :], way[None, :-1], way[None, 1:]).min(axis=1)
-        close = np.nonzero(d < distance - HAIR)[0]
-        return float(samples[close[0]]) if close.size else None
-
-    def _depends(self, i: int, m: int, j: int, from_seg: int, turning: tuple[int, int]) -> bool:
-        """Does cube i's segment m wait, directly or through other cubes, for cube j's segment ``from_seg`` or a
-        later one (leaving out the gates of i's segments ``turning`` on j, which are being turned round)?"""
-        sch = self.schedule
-        current = [max(1, int(a.searchsorted(p, side='right'))) for a, p in zip(sch.arcs, self.progress)]
-        seen = set()
-        todo = [(i, m)]
-        while todo:
-            x, k = todo.pop()
-            if (x, k) in seen or k < current[x]:
-                continue
-            if x == j and k >= from_seg:
-                return True
-            seen.add((x, k))
-            todo.append((x, k - 1))
-            for y, reach, _d, leave in sch.gates[x][k]:
-                if x == i and y == j and turning[0] <= k <= turning[1]:
-                    continue
-                if self.waiting(y, reach, leave):
-                    arcs_y = sch.arcs[y]
-                    ky = int(arcs_y.searchsorted(reach - 1e-6, side='left')) + (1 if leave else 0)
-                    todo.append((y, min(ky, len(arcs_y) - 1)))
-        return False

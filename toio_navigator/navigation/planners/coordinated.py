@@ -83,8 +83,6 @@ class CoordinatedParams:
     track_slack: float = 4.0      # u progress may run ahead of what a real cube was measured to move (noise)
     deviation: float = 20.0       # u: a real cube this far off its path makes everyone plan again
     rest_time: float = 0.5        # s without motion commands before the cubes count as standing still
-    reorder: bool = True          # a cube held by a late cube far from their crossing may go first
-    reorder_room: float = 20.0    # u: ... when it gets this much further and the late one can stop that far before
     apart: float = 4.0            # u beyond touching the safety layer keeps real cubes from closing in
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
@@ -195,10 +193,6 @@ class CoordinatedPlanner:
             return hold
         horizon = vmax * react + p.lookahead
         limit = ex.limits(pos[idx], horizon)
-        if p.reorder:
-            speed_now = np.hypot(*np.asarray(state.vel, float)[idx].T)
-            if ex.reorder(pos[idx], speed_now * react + vmax * dt, self.graph.D, p.reorder_room):
-                limit = ex.limits(pos[idx], horizon)
         self._watch_progress(ex, dt)
         out = hold
         if closed:
