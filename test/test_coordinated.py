@@ -21,6 +21,7 @@ from toio_navigator.bench.trial.runner import run_trial
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.coordination import lacam, prioritized, schedule
 from toio_navigator.navigation.coordination.execution import Execution
+from toio_navigator.navigation.coordination.geometry import point_segment_distance
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph, segment_gap
 from toio_navigator.navigation.coordination.lattice import ROW, Lattice
 from toio_navigator.navigation.planners import make_planner
@@ -494,3 +495,42 @@ def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile(
     assert any(c.motor[:2] != (0, 0) for c in commands.values())
     # trials, benchmarks and replays plan within the tick: the same plan at the same tick every time
     assert not make_planner('coordinated').plan_in_background
+
+
+
+
+def test_a_cube_held_by_a_late_one_keeps_waiting_the_order_of_the_plan_is_kept():
+    # two cubes crossing; the one that goes first in the plan is late (it never moves). The other comes up to the
+    # pair distance before their crossing and waits there, however far the late one still is from it: the order
+    # of the plan is kept (turning it round for late cubes made the swarm slower in the trials: docs/trial.md)
+    settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', mat_rect=(45.0, 45.0, 455.0, 455.0))
+    now = [0.0]
+    controller = SwarmController(settings, clock=lambda: now[0])
+    where = {'a': (120.0, 250.0), 'b': (250.0, 120.0)}
+    for cube, (x, y) in where.items():
+        controller.update_state(cube, x, y, 0.0, True, 2, stamp_ns=0)
+    assert controller.set_goal('a', 1, 380.0, 250.0, 0, 0.0, 0.0) == ''
+    assert controller.set_goal('b', 1, 250.0, 380.0, 0, 0.0, 0.0) == ''
+    planner = controller.planner
+    while planner.execution is None:
+        _tick(controller, now, where)
+        assert now[0] < 5.0, 'no plan'
+    sch = planner.execution.schedule
+    held = next(k for k in range(2) if any(sch.gates[k]))
+    late = 1 - held
+    assert all(j == late for gates in sch.gates[held] for j, *_rest in gates)
+    # the first point of the held cube's way that comes within the pair distance of the late one's way
+    s = np.arange(0.0, float(sch.arcs[held][-1]), 1.0)
+    pts = np.column_stack([np.interp(s, sch.arcs[held], sch.paths[held][:, k]) for k in range(2)])
+    way = sch.paths[late]
+    gap = np.min([point_segment_distance(pts, a, b) for a, b in zip(way[:-1], way[1:])], axis=0)
+    conflict = float(s[np.argmax(gap < planner.graph.D - 0.5)])
+    name = 'ab'[int(planner.agents[held])]
+    limits = []
+    for _ in range(40):                 # 2 s: the held cube drives up to its limit, the late one stays at its start
+        _tick(controller, now, where)
+        limit = float(planner.last['limit'][held])
+        limits.append(limit)
+        where[name] = tuple(np.interp(limit, sch.arcs[held], sch.paths[held][:, k]) for k in range(2))
+    assert planner.plans == 1
+    assert conflict - 2.5 <= limits[-1] <= conflict + 0.5 and max(limits) == limits[-1]
