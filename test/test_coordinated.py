@@ -388,6 +388,39 @@ def test_a_cube_whose_way_turns_back_stops_at_the_corner_and_backs_out_instead_o
     assert drive(100.0, (100.0, 0.0), True)[2]
 
 
+
+def test_a_held_cube_that_stands_off_its_path_and_keeps_another_back_creeps_onto_its_path():
+    # circle_swap_8 under ble (another plan choice): a cube held at its limit stood 10 u off its row of the lattice,
+    # towards the next row; the cube on that row, free in the plan, was stopped by the safety layer, and the held
+    # one waited for it in the plan: nobody moved for 4 s, then planning again took 22 s more
+    path = np.array([[0.0, 0.0], [200.0, 0.0]])
+    arcs = np.array([0.0, 200.0])
+    ex = Execution(schedule.Schedule(vertices=[[0, 1]], paths=[path], arcs=[arcs], gates=[[[], []]]))
+    ex.track(np.array([[100.0, 10.0]]), slack=200.0)                       # at 100 along it, 10 u off
+    planner = make_planner('coordinated')
+    planner.graph = SimpleNamespace(D=46.0, lattice=SimpleNamespace(walls=np.zeros((0, 5))))
+    planner.agents = np.array([3])
+
+    def drive(heading, blocker):
+        planner._blockers = {3} if blocker else set()
+        speed, wp, back = planner._drive(ex, np.array([[100.0, 10.0]]), np.full(1, heading), np.full(1, heading),
+                                         np.array([100.0]), np.array([165.0]), np.array([0.5]), np.zeros(1),
+                                         (np.array([0.2]), 0.2), np.zeros(1, bool))
+        return speed[0], wp[0], bool(back[0]), planner.why[0]
+
+    speed, wp, _back, why = drive(0.0, blocker=False)                      # held, keeping nobody back: it stands
+    assert speed == 0.0 and why != 'onto-path'
+    speed, wp, back, why = drive(-np.pi / 2, blocker=True)                 # facing its path: it creeps there
+    assert why == 'onto-path' and 0.0 < speed <= planner.params.min_speed and not back
+    assert wp[0] == pytest.approx(100.0) and wp[1] < 0.0                   # CubeHandle stops short of it: on the path
+    speed, wp, back, _why = drive(np.pi / 2, blocker=True)                 # facing away: it backs onto it
+    assert back and speed > 0.0
+    speed, *_rest = drive(0.0, blocker=True)                               # across it: it turns first
+    assert speed == 0.0
+    ex.track(np.array([[100.0, 3.0]]), slack=200.0)                        # within what it may stray: it stands
+    assert drive(-np.pi / 2, blocker=True)[:1] == (0.0,)
+
+
 def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():
     planner = make_planner('coordinated')
     pos = np.array([[200.0, 250.0], [232.0, 250.0]])             # 32 u apart: closer than touching + 4 u

@@ -147,6 +147,7 @@ class CoordinatedPlanner:
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
         self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
+        self._blockers: set[int] = set()      # cubes for which the safety layer stopped another one last tick
         self._job: tuple[bytes, Future] | None = None   # a plan being made in the background: (key, its future)
 
     # ------------------------------------------------------------------------------------------------ one tick
@@ -437,6 +438,16 @@ class CoordinatedPlanner:
             free = lim - s - (0.0 if at_end else p.stop_margin)
             v = min(max(float(min((free - running[k] * lead[k]) / run, free / (lead[k] + run))), 0.0), float(vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
+            if v <= 0.0 and ex.deviation[k] > p.stray and int(self.agents[k]) in self._blockers:
+                # held further off its path than it may stray, and the safety layer stopped another cube for it
+                # last tick: that cube, free in the plan, may be one this cube waits for in the plan (a dead-lock
+                # the plan cannot see). It creeps back onto its path, which the plan keeps clear of the others
+                waypoint[k], back[k] = self._onto_path(pos[k], point_at(path, arcs, s), heading[k], back[k])
+                way = waypoint[k] - pos[k]
+                aligned = _angle_off(math.atan2(way[1], way[0]), heading[k] + (math.pi if back[k] else 0.0))
+                speed[k] = p.min_speed if aligned <= p.align_stop else 0.0
+                self.why[k] = 'onto-path'
+                continue
             reach = s + p.lookahead
             for m in range(int(arcs.searchsorted(s, side='right')), len(arcs) - 1):
                 corner = float(arcs[m])
@@ -485,8 +496,7 @@ class CoordinatedPlanner:
             way = target - pos[k]
             bearing = math.atan2(way[1], way[0])
             if p.backward:
-                back[k] = _angle_off(bearing, heading[k]) > 0.5 * math.pi + (
-                    -p.backward_switch if back[k] else p.backward_switch)
+                back[k] = self._drives_back(bearing, heading[k], back[k])
             flip = math.pi if back[k] else 0.0
             factor, later_factor = (min(max((p.align_stop - _angle_off(bearing, h)) / (p.align_stop - p.align_full),
                                             0.0), 1.0) for h in (heading[k] + flip, later[k] + flip))
@@ -506,6 +516,22 @@ class CoordinatedPlanner:
                 self.why[k] += '-creep' if v else '-stop'
             speed[k] = v
         return speed, waypoint, back
+
+    def _onto_path(self, pos: np.ndarray, foot: np.ndarray, heading: float, was_back: bool):
+        """(waypoint, backwards) that take a cube at ``pos`` straight back to ``foot``, the point of its path it
+        has come to: the waypoint lies beyond CubeHandle's reach the same way (the cube stops that far short of it,
+        on its path), and the cube drives backwards when that is the nearer way round."""
+        p = self.params
+        way = foot - pos
+        gap = max(float(np.hypot(*way)), 1e-9)
+        target = foot + way / gap * max(p.handle_reach, 0.0)
+        return target, p.backward and self._drives_back(math.atan2(way[1], way[0]), heading, was_back)
+
+    def _drives_back(self, bearing: float, heading: float, was_back: bool) -> bool:
+        """Does a cube heading ``heading`` drive backwards to a waypoint at ``bearing``: it lies behind it by
+        ``backward_switch`` beyond 90 degrees (once driving backwards: until it lies that much ahead of 90)?"""
+        switch = self.params.backward_switch
+        return _angle_off(bearing, heading) > 0.5 * math.pi + (-switch if was_back else switch)
 
     def _turn_rate(self, idx: np.ndarray, heading: np.ndarray, measured: np.ndarray) -> np.ndarray:
         """How fast each cube turns (rad/s): its measured heading against the one at least ``turn_baseline``
@@ -534,6 +560,7 @@ class CoordinatedPlanner:
         Cubes passing side by side, or moving apart (however close they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
+        self._blockers = set()
         reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
         q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
         where = np.full(len(pos), -1)
@@ -566,6 +593,8 @@ class CoordinatedPlanner:
             if closest[e] < need[e] and closest[e] < d[e] - 1e-6:
                 room = max(0.0, d[e] - need[e])
                 out[i] = min(out[i], max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run))))
+                if out[i] <= 0.0:
+                    self._blockers.add(int(o[e]))
         return out
 
     def _keep_off_walls(self, pos: np.ndarray, heading: np.ndarray, speed: np.ndarray, radius: np.ndarray,
