@@ -418,7 +418,7 @@ def test_a_held_cube_that_stands_off_its_path_and_keeps_another_back_creeps_onto
     speed, *_rest = drive(0.0, blocker=True)                               # across it: it turns first
     assert speed == 0.0
     ex.track(np.array([[100.0, 3.0]]), slack=200.0)                        # within what it may stray: it stands
-    assert drive(-np.pi / 2, blocker=True)[:1] == (0.0,)
+    assert drive(-np.pi / 2, blocker=True)[0] == 0.0
 
 
 def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():
@@ -470,14 +470,20 @@ def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_
     assert controller.planner.plans >= 1
 
 
-def _one_cube_controller(realtime: bool) -> tuple[SwarmController, list[float]]:
-    settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', mat_rect=(45.0, 45.0, 455.0, 455.0))
+#: two cubes side by side, each driving 200 u straight ahead: (starts, goals)
+SIDE_BY_SIDE = ({'a': (150.0, 150.0), 'b': (150.0, 350.0)}, {'a': (350.0, 150.0), 'b': (350.0, 350.0)})
+
+
+def _controller(starts: dict[str, tuple[float, float]], goals: dict[str, tuple[float, float]],
+                realtime: bool = False) -> tuple[SwarmController, list[float]]:
+    """A coordinated controller on its own clock (``now[0]``), each cube seen at its start and given its goal."""
+    settings = NavigatorSettings(cubes=tuple(starts), planner='coordinated', mat_rect=(45.0, 45.0, 455.0, 455.0))
     now = [0.0]
     controller = SwarmController(settings, clock=lambda: now[0], realtime=realtime)
-    for cube, y in (('a', 150.0), ('b', 350.0)):
-        controller.update_state(cube, 150.0, y, 0.0, True, 2, stamp_ns=0)
-    assert controller.set_goal('a', 1, 350.0, 150.0, 0, 0.0, 0.0) == ''
-    assert controller.set_goal('b', 1, 350.0, 350.0, 0, 0.0, 0.0) == ''
+    for cube, (x, y) in starts.items():
+        controller.update_state(cube, x, y, 0.0, True, 2, stamp_ns=0)
+    for cube, (x, y) in goals.items():
+        assert controller.set_goal(cube, 1, x, y, 0, 0.0, 0.0) == ''
     return controller, now
 
 
@@ -491,11 +497,10 @@ def _tick(controller: SwarmController, now: list[float], where: dict[str, tuple[
 def test_a_cube_that_has_arrived_is_reported_reached():
     # the live demo with `coordinated`: every cube stood on its goal and none was ever reported there (its
     # waypoint, pushed out of CubeHandle's reach to steer by, stayed 14 u off)
-    controller, now = _one_cube_controller(realtime=False)
-    at_start = {'a': (150.0, 150.0), 'b': (150.0, 350.0)}
+    at_start, at_goal = SIDE_BY_SIDE
+    controller, now = _controller(at_start, at_goal)
     while not any(c.motor is not None and c.motor[:2] != (0, 0) for c in _tick(controller, now, at_start).values()):
         assert now[0] < 5.0, 'nobody was sent on its way'
-    at_goal = {'a': (350.0, 150.0), 'b': (350.0, 350.0)}
     for _ in range(3):
         commands = _tick(controller, now, at_goal)
     assert all(commands[c].reached for c in ('a', 'b'))
@@ -505,10 +510,10 @@ def test_a_cube_that_has_arrived_is_reported_reached():
 def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile():
     # a plan made within the tick kept the navigator node from reading states for seconds: the cubes went stale,
     # which changed what to plan for, and it planned again, for ever (the live demo: no cube reached its goal)
-    controller, now = _one_cube_controller(realtime=True)
+    at_start, at_goal = SIDE_BY_SIDE
+    controller, now = _controller(at_start, at_goal, realtime=True)
     planner = controller.planner
     assert planner.plan_in_background
-    at_start = {'a': (150.0, 150.0), 'b': (150.0, 350.0)}
     commands = _tick(controller, now, at_start)
     while planner._job is None and planner.execution is None:      # it waits for the cubes to stand still first
         commands = _tick(controller, now, at_start)
@@ -530,20 +535,12 @@ def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile(
     assert not make_planner('coordinated').plan_in_background
 
 
-
-
 def test_a_cube_held_by_a_late_one_keeps_waiting_the_order_of_the_plan_is_kept():
     # two cubes crossing; the one that goes first in the plan is late (it never moves). The other comes up to the
     # pair distance before their crossing and waits there, however far the late one still is from it: the order
     # of the plan is kept (turning it round for late cubes made the swarm slower in the trials: docs/trial.md)
-    settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', mat_rect=(45.0, 45.0, 455.0, 455.0))
-    now = [0.0]
-    controller = SwarmController(settings, clock=lambda: now[0])
     where = {'a': (120.0, 250.0), 'b': (250.0, 120.0)}
-    for cube, (x, y) in where.items():
-        controller.update_state(cube, x, y, 0.0, True, 2, stamp_ns=0)
-    assert controller.set_goal('a', 1, 380.0, 250.0, 0, 0.0, 0.0) == ''
-    assert controller.set_goal('b', 1, 250.0, 380.0, 0, 0.0, 0.0) == ''
+    controller, now = _controller(where, {'a': (380.0, 250.0), 'b': (250.0, 380.0)})
     planner = controller.planner
     while planner.execution is None:
         _tick(controller, now, where)
