@@ -15,16 +15,22 @@ arrived stays on its target, and a path is accepted only if nobody else passes i
 from __future__ import annotations
 
 import heapq
+import math
+
+import numpy as np
 
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 from toio_navigator.navigation.coordination.lacam import Plan
 
 
 class _Reserved:
-    """The timed vertices of the cubes planned so far (the last configuration holds for ever)."""
+    """The timed vertices of the cubes planned so far (the last configuration holds for ever), and where known
+    (``ranked``) the place of each of their moves in its step's order of moves."""
 
-    def __init__(self) -> None:
+    def __init__(self, ranked: bool = False) -> None:
         self.paths: dict[int, list[int]] = {}
+        self.ranks: dict[int, list[float]] = {}
+        self.ranked = ranked
         self.horizon = 0
         self._occ: dict[int, dict[int, list[int]]] = {}
 
@@ -32,8 +38,13 @@ class _Reserved:
         path = self.paths[k]
         return path[min(t, len(path) - 1)]
 
-    def add(self, k: int, path: list[int]) -> None:
+    def rank(self, k: int, t: int) -> float:
+        ranks = self.ranks.get(k, ())
+        return ranks[t] if t < len(ranks) else 0.0
+
+    def add(self, k: int, path: list[int], ranks: list[float] | None = None) -> None:
         self.paths[k] = path
+        self.ranks[k] = list(ranks or ())
         self.horizon = max(self.horizon, len(path))
         self._occ.clear()
 
@@ -52,33 +63,37 @@ class _Reserved:
         return out
 
 
-def _relations(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> tuple[bool, bool, bool]:
-    """(invalid, after, before): how a cube moving u -> x in step t -> t+1 meets the planned cubes: a place it
-    may never be, cubes it must move after (it enters space they leave), cubes it must move before."""
+def _slot(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> float | None:
+    """May the cube being planned move u -> x in step t -> t+1 beside the cubes planned before it, and where in
+    the step's order of moves (a rank between theirs), or None. It moves after the cubes whose space it enters
+    and before those entering space it leaves. Where their ranks are known (``res.ranked``) it may do both if
+    every cube it follows moves before every cube it precedes; else only one of the two (every cube then adds
+    only incoming or only outgoing order edges, and a step's order never has a cycle), and moves whose edges
+    meet count as following."""
     occ = res.step(t)
     seen = set()
-    after = before = False
+    low, high = -math.inf, math.inf
     for y in graph.around(u, x):
         for k in occ.get(y, ()):
             if k in seen:
                 continue
             seen.add(k)
             rel = graph.relation(u, x, res.where(k, t), res.where(k, t + 1))
-            if rel == FREE:
-                continue
             if rel == INVALID:
-                return True, after, before
-            after |= rel in (AFTER, EITHER)
-            before |= rel == BEFORE
-    return False, after, before
+                return None
+            if rel == AFTER or (rel == EITHER and not res.ranked):
+                low = max(low, res.rank(k, t))
+            elif rel == BEFORE:
+                high = min(high, res.rank(k, t))
+    if low >= high:
+        return None
+    if math.isinf(low):
+        return 0.0 if math.isinf(high) else high - 1.0
+    return low + 1.0 if math.isinf(high) else 0.5 * (low + high)
 
 
 def _allowed(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> bool:
-    """May the cube being planned move u -> x in step t -> t+1 beside the cubes planned before it? It may enter
-    space they leave (it moves after them) or leave space they enter (it moves before them), but not both in one
-    step: so every cube adds only incoming or only outgoing order edges, and a step's order never has a cycle."""
-    invalid, after, before = _relations(graph, res, u, x, t)
-    return not invalid and not (after and before)
+    return _slot(graph, res, u, x, t) is not None
 
 
 def step_ranks(graph: CoordinationGraph, configs: list[tuple[int, ...]], planned: list[int]) -> list[list[int]] | None:
@@ -271,50 +286,133 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
     return None
 
 
+def _paths(configs: list[list[int]]) -> list[list[int]]:
+    """Each cube's path of a plan's configurations, without the standing at its end."""
+    out = []
+    for k in range(len(configs[0])):
+        path = [c[k] for c in configs]
+        while len(path) > 1 and path[-1] == path[-2]:
+            path.pop()
+        out.append(path)
+    return out
+
+
+def _moves(path: list[int]) -> int:
+    return sum(a != b for a, b in zip(path, path[1:]))
+
+
+def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list[float]], group: list[int],
+            limits: list[int], turn_limit: float | None, budget: list[int]):
+    """(configs, ranks) with the paths of ``group`` planned again, one cube after the other in that order, around
+    everyone else's (the later ones of the group also around the earlier ones), or None where one finds none
+    within its limit; ``budget``: [moves the searches may still try]."""
+    n = len(configs[0])
+    paths = _paths(configs)
+    res = _Reserved(ranked=True)
+    mine = set(group)
+    for k in range(n):
+        if k not in mine:
+            res.add(k, paths[k], [r[k] for r in ranks])
+    found = {}
+    for k, limit in zip(group, limits):
+        path = _search(graph, res, k, paths[k][0], limit, turn_limit, budget)
+        if path is None:
+            return None
+        slots = [_slot(graph, res, path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)], t)
+                 for t in range(max(res.horizon, len(path)))]
+        res.add(k, path, slots)
+        found[k] = path
+    steps = max(len(configs), *(len(p) for p in found.values()))
+    out = [list(configs[min(t, len(configs) - 1)]) for t in range(steps)]
+    order = [list(ranks[min(t, len(ranks) - 1)]) if ranks else [0.0] * n for t in range(steps - 1)]
+    for k, path in found.items():
+        for t in range(steps):
+            out[t][k] = path[min(t, len(path) - 1)]
+        for t in range(steps - 1):
+            order[t][k] = res.rank(k, t)
+    return out, order
+
+
+def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> Plan:
+    """The plan of ``configs`` without steps where nobody moves, every step's ranks as 0..n-1."""
+    keep = [0] + [t + 1 for t in range(len(configs) - 1) if configs[t + 1] != configs[t]]
+    whole = []
+    for t in keep[1:]:
+        order = sorted(range(len(ranks[t - 1])), key=lambda k: ranks[t - 1][k])
+        rank = [0] * len(order)
+        for r, k in enumerate(order):
+            rank[k] = r
+        whole.append(rank)
+    return Plan(configs=[tuple(configs[t]) for t in keep], ranks=whole, complete=plan.complete,
+                expanded=plan.expanded)
+
+
 def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
             budget: int = 60000) -> Plan:
     """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
     of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
     soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
-    much; every other cube's path stays as it was, so the plan stays valid. The cube moves after every cube its
-    move meets in a step, or before all of them (``_allowed``), so each step keeps an order of moves. The searches
-    try at most ``budget`` moves in all (cubes furthest beyond their shortest route first)."""
+    much; every other cube's path stays as it was, so the plan stays valid. In each step the cube moves after
+    the cubes whose space it enters and before those entering space it leaves (``_slot``), so each step keeps an
+    order of moves. The searches try at most ``budget`` moves in all (cubes furthest beyond their shortest route
+    first)."""
     left = [budget]
     configs = [list(c) for c in plan.configs]
+    ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
     n = len(configs[0])
-    ranks = [list(r) for r in plan.ranks]
-
-    def path_of(k: int) -> list[int]:
-        path = [c[k] for c in configs]
-        while len(path) > 1 and path[-1] == path[-2]:
-            path.pop()
-        return path
-
-    def moves(path: list[int]) -> int:
-        return sum(a != b for a, b in zip(path, path[1:]))
-
-    excess = [moves(path_of(k)) - graph.route(k, configs[0][k]) / graph.lattice.spacing for k in range(n)]
+    paths = _paths(configs)
+    excess = [_moves(paths[k]) - graph.route(k, configs[0][k]) / graph.lattice.spacing for k in range(n)]
     for i in sorted(range(n), key=lambda k: -excess[k]):
         if left[0] <= 0:
             break
-        old = path_of(i)
+        old = _paths(configs)[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
             continue
-        res = _Reserved()
-        for k in range(n):
-            if k != i:
-                res.add(k, path_of(k))
-        new = _search(graph, res, i, old[0], min(limit, len(old) - 1), turn_limit, left)
-        if new is None or (len(new), moves(new)) >= (len(old), moves(old)):
+        made = _replan(graph, configs, ranks, [i], [min(limit, len(old) - 1)], turn_limit, left)
+        if made is None:
             continue
-        for t in range(len(configs)):
-            configs[t][i] = new[min(t, len(new) - 1)]
-        for t in range(len(ranks)):
-            _invalid, after, before = _relations(graph, res, configs[t][i], configs[t + 1][i], t)
-            ranks[t][i] = n if after else -1 if before else ranks[t][i]
-            order = sorted(range(n), key=lambda k: ranks[t][k])
-            for r, k in enumerate(order):
-                ranks[t][k] = r
-    keep = [0] + [t + 1 for t in range(len(configs) - 1) if configs[t + 1] != configs[t]]
-    return Plan(configs=[tuple(configs[t]) for t in keep], ranks=[ranks[t - 1] for t in keep[1:]],
-                complete=plan.complete, expanded=plan.expanded)
+        new = _paths(made[0])[i]
+        if (len(new), _moves(new)) < (len(old), _moves(old)):
+            configs, ranks = made
+    return _finish(configs, ranks, plan)
+
+
+def improve(graph: CoordinationGraph, plan: Plan, rng, rounds: int, size: int, limit: int,
+            turn_limit: float | None = None, budget: int = 20000) -> Plan:
+    """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
+    cubes are planned again one after the other in a random order around everyone else's; the new paths are
+    kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
+    either random or a cube late against its shortest route with the cubes whose paths come nearest its own
+    (the ones most likely in its way). Each search tries at most ``budget`` moves. Planning one cube at a time
+    (:func:`shorten`) cannot undo two cubes blocking each other; a group can."""
+    configs = [list(c) for c in plan.configs]
+    ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
+    n = len(configs[0])
+    size = min(size, n)
+    points = graph.points
+
+    def cost(paths: list[list[int]]) -> tuple[int, int]:
+        return sum(len(p) for p in paths), sum(_moves(p) for p in paths)
+
+    paths = _paths(configs)
+    best = cost(paths)
+    for _ in range(rounds):
+        if rng.random() < 0.5:
+            group = [int(k) for k in rng.choice(n, size, replace=False)]
+        else:
+            late = np.array([len(paths[k]) - graph.route(k, paths[k][0]) / graph.lattice.spacing
+                             for k in range(n)])
+            weight = np.maximum(late, 0.0) + 0.1
+            first = int(rng.choice(n, p=weight / weight.sum()))
+            mine = points[paths[first]]
+            near = [float(np.hypot(*(points[paths[k]][:, None] - mine[None]).transpose(2, 0, 1)).min())
+                    for k in range(n)]
+            group = [first] + [int(k) for k in np.argsort(near) if k != first][:size - 1]
+        rng.shuffle(group)
+        made = _replan(graph, configs, ranks, group, [limit] * len(group), turn_limit, [budget])
+        if made is None:
+            continue
+        new_paths = _paths(made[0])
+        if cost(new_paths) < best:
+            best, (configs, ranks), paths = cost(new_paths), made, new_paths
+    return _finish(configs, ranks, plan)

@@ -111,6 +111,9 @@ class CoordinatedParams:
     shorten: int = 1              # candidate plans (the best) whose cubes are each planned again around the others
                                   # (2: the same successes in closed loop, twice the planning time) ...
     shorten_budget: int = 60000   # ... the searches for one plan trying at most this many moves in all
+    lns_rounds: int = 200         # then groups of cubes planned again around the others, this many times ...
+    lns_size: int = 3             # ... this many cubes each ...
+    lns_budget: int = 20000       # ... each search trying at most this many moves
 
 
 class CoordinatedPlanner:
@@ -340,8 +343,14 @@ class CoordinatedPlanner:
         options = sorted((option(lacam.without_detours(graph, candidate)) for candidate in plans),
                          key=lambda o: o[:2])
         # the most promising plan(s), shortened one cube at a time (a cube not reaching its target keeps its path)
-        options += [option(lacam.without_detours(graph, prioritized.shorten(
-            graph, o[3], p.pbs_limit, turn_limit, p.shorten_budget))) for o in options[:p.shorten]]
+        rng = np.random.default_rng(self.seed + number)
+        for o in options[:p.shorten]:
+            shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
+                                                                         p.shorten_budget))
+            if p.lns_rounds:
+                shorter = lacam.without_detours(graph, prioritized.improve(
+                    graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget))
+            options.append(option(shorter))
         _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
         return graph, plan, idx, sch
 
