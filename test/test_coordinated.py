@@ -228,12 +228,13 @@ def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
     assert sum(len(g) for gates in sch.gates for g in gates) > 0      # the two cubes do wait for each other
 
 
-def crowd_graph(seed: int) -> tuple[CoordinationGraph, list[int]]:
-    """20 cubes placed at random on a 400-unit square, each going to another's start (real-cube spacing)."""
+def crowd_graph(seed: int, n: int = 20) -> tuple[CoordinationGraph, list[int]]:
+    """n cubes placed at random on a 400-unit square (80 vertices), each going to another's start (real-cube
+    spacing)."""
     rng = np.random.default_rng(seed)
     lat = Lattice.build((40.0, 40.0, 460.0, 460.0), 46.0 / ROW, np.zeros((0, 5)), R + 7.0)
-    picks = rng.choice(lat.size, 40, replace=False)
-    starts, goals = lat.points[picks[:20]] + rng.uniform(-3, 3, (20, 2)), lat.points[picks[20:]]
+    picks = rng.choice(lat.size, 2 * n, replace=False)
+    starts, goals = lat.points[picks[:n]] + rng.uniform(-3, 3, (n, 2)), lat.points[picks[n:]]
     graph = CoordinationGraph(lat, starts, goals, 46.0)
     return graph, [graph.V + graph.N + i for i in range(graph.N)]
 
@@ -253,6 +254,40 @@ def test_planning_each_cube_again_around_the_others_cuts_the_swarm_searchs_waits
     assert sch.overlaps == 0 and not has_cycle_of_waits(sch)
     # with a tiny budget it gives up at once and leaves the plan as it was
     assert prioritized.shorten(graph, plan, 300, turn_limit=0.6, budget=1).configs == plan.configs
+
+
+def test_in_a_dense_crowd_a_cube_planned_again_may_follow_one_cube_and_lead_another_in_the_same_step():
+    # 26 cubes on 80 vertices: a cube's own path in the swarm's plan often enters space one cube leaves while
+    # another enters space it leaves, in the same step; a cube planned again may only do the same where those
+    # two already move in that order. Allowed only one of the two, shortening kept few paths: the cubes arrived
+    # after 414 steps in all (from 978), now 279
+    graph, start = crowd_graph(0, n=26)
+    plan = lacam.without_detours(graph, lacam.search(graph, start, np.random.default_rng(0), 3000, turn_limit=0.6))
+    short = prioritized.shorten(graph, plan, 300, turn_limit=0.6)
+    assert sum(arrivals(short)) <= 0.35 * sum(arrivals(plan)), (sum(arrivals(plan)), sum(arrivals(short)))
+    assert all(s <= a for s, a in zip(arrivals(short), arrivals(plan)))
+    assert_valid_steps(graph, short)
+    sch = schedule.build(graph, short, straight=True)
+    assert sch.overlaps == 0 and not has_cycle_of_waits(sch)
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_planning_groups_of_cubes_again_shortens_the_plan_further_and_keeps_it_valid(seed):
+    graph, start = crowd_graph(seed)
+    plan = lacam.without_detours(graph, lacam.search(graph, start, np.random.default_rng(0), 3000, turn_limit=0.6))
+    short = lacam.without_detours(graph, prioritized.shorten(graph, plan, 300, turn_limit=0.6))
+    better = prioritized.improve(graph, short, np.random.default_rng(0), 100, 3, 300, turn_limit=0.6)
+    # groups undo what one cube at a time cannot (two cubes in each other's way): 215 -> 160 and 236 -> 182
+    # steps of arrival in all when this was written
+    assert sum(arrivals(better)) <= 0.85 * sum(arrivals(short)), (sum(arrivals(short)), sum(arrivals(better)))
+    assert better.complete and better.configs[-1] == short.configs[-1]
+    assert_valid_steps(graph, better)
+    assert turns_while_moving(graph, better) == 0
+    sch = schedule.build(graph, better, straight=True)
+    assert sch.overlaps == 0 and not has_cycle_of_waits(sch)
+    # the same random numbers, the same plan
+    again = prioritized.improve(graph, short, np.random.default_rng(0), 100, 3, 300, turn_limit=0.6)
+    assert again.configs == better.configs and again.ranks == better.ranks
 
 
 @pytest.mark.parametrize('seed', [0, 1, 2])
