@@ -1,16 +1,19 @@
 """Planning around other cubes' plans: each cube by a shortest-time search in space and time around the plans of
-the others (Silver 2005; Erdmann and Lozano-Perez 1987). Two uses:
+the others (Silver 2005; Erdmann and Lozano-Perez 1987). Three uses:
 
 * priority-based search (:func:`priority_search`, Ma et al., AAAI 2019) for few cubes: where free space forms a
   ring (a corridor between walls with room around it), a cube planned later takes the long way round while the
   earlier ones take the corridor, which a configuration-by-configuration search finds only after a very long
   detour;
 * shortening a swarm plan (:func:`shorten`): each cube planned again around everyone else's path, kept where it
-  arrives sooner (a neighbourhood of one in large neighbourhood search, Li et al., IJCAI 2021).
+  arrives sooner (a neighbourhood of one in large neighbourhood search, Li et al., IJCAI 2021);
+* improving it further (:func:`improve`): groups of cubes planned again together, kept where they arrive sooner.
 
-A cube planned around others may enter space they leave (it moves after them) or leave space they enter (before
-them), never both in one step, so every step keeps an order of moves (the ranks of :mod:`pibt`); a cube that has
-arrived stays on its target, and a path is accepted only if nobody else passes its target after it arrived.
+A cube planned around others enters space they leave only after them, and leaves space they enter before them
+(the ranks of :mod:`pibt` order each step's moves). Around a plan whose ranks are known it may do both in one step
+where those ranks allow it; around cubes planned by priority (no ranks yet) only one of the two, so every step
+keeps an order of moves. A cube that has arrived stays on its target, and a path is accepted only if nobody else
+passes its target after it arrived.
 """
 from __future__ import annotations
 
@@ -377,7 +380,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
     return _finish(configs, ranks, plan)
 
 
-def improve(graph: CoordinationGraph, plan: Plan, rng, rounds: int, size: int, limit: int,
+def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
             turn_limit: float | None = None, budget: int = 20000) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are

@@ -8,7 +8,8 @@ Layers, each in ``navigation/coordination``:
   by a complete search over configurations (LaCAM, with PIBT proposing the next one; a real cube that turns stands
   a step first, as it stops to turn on the spot); where that plan is long for few cubes, priority-based search may
   find a shorter one (a pair takes the long way round a corridor); the most promising plan is shortened by
-  planning each cube again around the others (``prioritized.shorten``);
+  planning each cube again around the others (``prioritized.shorten``), then groups of cubes together
+  (``prioritized.improve``);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
@@ -113,7 +114,7 @@ class CoordinatedParams:
     shorten_budget: int = 60000   # ... the searches for one plan trying at most this many moves in all
     lns_rounds: int = 300         # then groups of cubes planned again around the others, this many times ...
     lns_size: int = 4             # ... this many cubes each (3-8 measured alike: 20 % crowds under ble at a mean
-                                  # of 18.3-18.9 s; 200 groups of 3: 19.7 s; none: 22 s) ...
+                                  # of 18.3-18.9 s over seeds 0-4; 200 groups of 3: 19.7 s) ...
     lns_budget: int = 20000       # ... each search trying at most this many moves
 
 
