@@ -423,7 +423,6 @@ def test_a_cube_whose_way_turns_back_stops_at_the_corner_and_backs_out_instead_o
     assert drive(100.0, (100.0, 0.0), True)[2]
 
 
-
 def test_a_held_cube_that_stands_off_its_path_and_keeps_another_back_creeps_onto_its_path():
     # circle_swap_8 under ble (another plan choice): a cube held at its limit stood 10 u off its row of the lattice,
     # towards the next row; the cube on that row, free in the plan, was stopped by the safety layer, and the held

@@ -289,28 +289,29 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
     return None
 
 
+def _trim(path: list[int]) -> list[int]:
+    """The path without the standing at its end."""
+    end = len(path)
+    while end > 1 and path[end - 1] == path[end - 2]:
+        end -= 1
+    return path[:end]
+
+
 def _paths(configs: list[list[int]]) -> list[list[int]]:
     """Each cube's path of a plan's configurations, without the standing at its end."""
-    out = []
-    for k in range(len(configs[0])):
-        path = [c[k] for c in configs]
-        while len(path) > 1 and path[-1] == path[-2]:
-            path.pop()
-        out.append(path)
-    return out
+    return [_trim([c[k] for c in configs]) for k in range(len(configs[0]))]
 
 
 def _moves(path: list[int]) -> int:
     return sum(a != b for a, b in zip(path, path[1:]))
 
 
-def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list[float]], group: list[int],
-            limits: list[int], turn_limit: float | None, budget: list[int]):
-    """(configs, ranks) with the paths of ``group`` planned again, one cube after the other in that order, around
-    everyone else's (the later ones of the group also around the earlier ones), or None where one finds none
-    within its limit; ``budget``: [moves the searches may still try]."""
+def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list[float]], paths: list[list[int]],
+            group: list[int], limits: list[int], turn_limit: float | None, budget: list[int]):
+    """(configs, ranks, paths) with the paths of ``group`` planned again, one cube after the other in that order,
+    around everyone else's (the later ones of the group also around the earlier ones), or None where one finds
+    none within its limit; ``paths``: those of ``configs``; ``budget``: [moves the searches may still try]."""
     n = len(configs[0])
-    paths = _paths(configs)
     res = _Reserved(ranked=True)
     mine = set(group)
     for k in range(n):
@@ -333,7 +334,7 @@ def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list
             out[t][k] = path[min(t, len(path) - 1)]
         for t in range(steps - 1):
             order[t][k] = res.rank(k, t)
-    return out, order
+    return out, order, [_trim(found[k]) if k in found else path for k, path in enumerate(paths)]
 
 
 def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> Plan:
@@ -368,15 +369,15 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
     for i in sorted(range(n), key=lambda k: -excess[k]):
         if left[0] <= 0:
             break
-        old = _paths(configs)[i]
+        old = paths[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
             continue
-        made = _replan(graph, configs, ranks, [i], [min(limit, len(old) - 1)], turn_limit, left)
+        made = _replan(graph, configs, ranks, paths, [i], [min(limit, len(old) - 1)], turn_limit, left)
         if made is None:
             continue
-        new = _paths(made[0])[i]
+        new = made[2][i]
         if (len(new), _moves(new)) < (len(old), _moves(old)):
-            configs, ranks = made
+            configs, ranks, paths = made
     return _finish(configs, ranks, plan)
 
 
@@ -412,10 +413,10 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
                     for k in range(n)]
             group = [first] + [int(k) for k in np.argsort(near) if k != first][:size - 1]
         rng.shuffle(group)
-        made = _replan(graph, configs, ranks, group, [limit] * len(group), turn_limit, [budget])
+        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, [budget])
         if made is None:
             continue
-        new_paths = _paths(made[0])
-        if cost(new_paths) < best:
-            best, (configs, ranks), paths = cost(new_paths), made, new_paths
+        score = cost(made[2])
+        if score < best:
+            best, (configs, ranks, paths) = score, made
     return _finish(configs, ranks, plan)
