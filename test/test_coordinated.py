@@ -290,6 +290,36 @@ def test_planning_groups_of_cubes_again_shortens_the_plan_further_and_keeps_it_v
     assert again.configs == better.configs and again.ranks == better.ranks
 
 
+def test_planning_groups_again_stops_when_its_moves_in_all_are_spent(monkeypatch):
+    # a live navigator's cubes stand while it plans: the rounds stop once their searches have tried the moves
+    # they may try in all (unbounded, 300 rounds took 40 s of CPU for 32 cubes)
+    graph, start = crowd_graph(0)
+    plan = lacam.without_detours(graph, lacam.search(graph, start, np.random.default_rng(0), 3000, turn_limit=0.6))
+    short = lacam.without_detours(graph, prioritized.shorten(graph, plan, 300, turn_limit=0.6))
+    tried = []
+    search = prioritized._search
+
+    def counting(graph, res, i, start, limit, turn_limit=None, budget=None):
+        before = budget[0]
+        try:
+            return search(graph, res, i, start, limit, turn_limit, budget)
+        finally:
+            tried.append(before - max(budget[0], 0))
+
+    monkeypatch.setattr(prioritized, '_search', counting)
+    unbounded = prioritized.improve(graph, short, np.random.default_rng(0), 100, 3, 300, turn_limit=0.6)
+    everything = sum(tried)
+    tried.clear()
+    bounded = prioritized.improve(graph, short, np.random.default_rng(0), 100, 3, 300, turn_limit=0.6,
+                                  total=everything // 4)
+    assert everything // 4 - 1 <= sum(tried) <= everything // 4
+    # what it found so far is kept: fewer arrival steps than before, not as few as with every round
+    assert sum(arrivals(unbounded)) < sum(arrivals(bounded)) < sum(arrivals(short))
+    assert_valid_steps(graph, bounded)
+    sch = schedule.build(graph, bounded, straight=True)
+    assert sch.overlaps == 0 and not has_cycle_of_waits(sch)
+
+
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_straightened_paths_skip_corners_yet_keep_every_conflict_in_order(seed):
     graph, start = crowd_graph(seed)

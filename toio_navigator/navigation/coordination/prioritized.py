@@ -382,12 +382,13 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
 
 
 def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
-            turn_limit: float | None = None, budget: int = 20000) -> Plan:
+            turn_limit: float | None = None, budget: int = 20000, total: int | None = None) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
     either random or a cube late against its shortest route with the cubes whose paths come nearest its own
-    (the ones most likely in its way). Each search tries at most ``budget`` moves. Planning one cube at a time
+    (the ones most likely in its way). Each search tries at most ``budget`` moves, all of them together at most
+    ``total`` (None: no limit). Planning one cube at a time
     (:func:`shorten`) cannot undo two cubes blocking each other; a group can."""
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
@@ -400,7 +401,10 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
 
     paths = _paths(configs)
     best = cost(paths)
+    left = [math.inf if total is None else total]
     for _ in range(rounds):
+        if left[0] <= 0:
+            break
         if rng.random() < 0.5:
             group = [int(k) for k in rng.choice(n, size, replace=False)]
         else:
@@ -413,7 +417,9 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
                     for k in range(n)]
             group = [first] + [int(k) for k in np.argsort(near) if k != first][:size - 1]
         rng.shuffle(group)
-        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, [budget])
+        allowance = [min(budget, left[0])]
+        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance)
+        left[0] -= min(budget, left[0]) - max(allowance[0], 0)
         if made is None:
             continue
         score = cost(made[2])

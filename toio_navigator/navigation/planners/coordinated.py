@@ -111,11 +111,16 @@ class CoordinatedParams:
     straight: bool = True         # paths straightened where the plan's order allows (fewer corners and turns)
     shorten: int = 1              # candidate plans (the best) whose cubes are each planned again around the others
                                   # (2: the same successes in closed loop, twice the planning time) ...
-    shorten_budget: int = 60000   # ... the searches for one plan trying at most this many moves in all
+    shorten_moves: int = 5000     # ... the searches for one plan trying at most this many moves per cube in all (a
+                                  # search tries some thousand on the 64-cube swap's lattice: 60000 in all shortened
+                                  # 15 of its 64 cubes) ...
     lns_rounds: int = 300         # then groups of cubes planned again around the others, this many times ...
     lns_size: int = 4             # ... this many cubes each (3-8 measured alike: 20 % crowds under ble at a mean
                                   # of 18.3-18.9 s over seeds 0-4; 200 groups of 3: 19.7 s) ...
-    lns_budget: int = 20000       # ... each search trying at most this many moves
+    lns_budget: int = 20000       # ... each search trying at most this many moves ...
+    lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
+                                  # made (about 5 s of CPU at 32-64 cubes here; unbounded, 40 s at 32 cubes and
+                                  # minutes at 64, and the 20 % crowds under ble arrived no sooner)
 
 
 class CoordinatedPlanner:
@@ -346,13 +351,15 @@ class CoordinatedPlanner:
                          key=lambda o: o[:2])
         # the most promising plan(s), shortened one cube at a time (a cube not reaching its target keeps its path)
         rng = np.random.default_rng(self.seed + number)
+        # (each stage a candidate of its own: the estimate does not always fall with the sum of arrival steps)
         for o in options[:p.shorten]:
             shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
-                                                                         p.shorten_budget))
-            if p.lns_rounds:
-                shorter = lacam.without_detours(graph, prioritized.improve(
-                    graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget))
+                                                                         p.shorten_moves * graph.N))
             options.append(option(shorter))
+            if p.lns_rounds:
+                options.append(option(lacam.without_detours(graph, prioritized.improve(
+                    graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget,
+                    p.lns_moves * graph.N))))
         _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
         return graph, plan, idx, sch
 
