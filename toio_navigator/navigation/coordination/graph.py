@@ -95,6 +95,7 @@ class CoordinationGraph:
         self._cache: dict[tuple[int, int, int, int], int] = {}
         self._conflicts: dict[tuple[int, int, int, int], bool] = {}   # (relation asks for the same pairs often)
         self._turns: dict[tuple[int, int, int], float] = {}             # (the searches ask for the same turns)
+        self._around: dict[tuple[int, int], frozenset[int]] = {}          # (and for the same moves' surroundings)
 
     # ---------------------------------------------------------------------------------------------- building
     def _point_free(self, p) -> bool:
@@ -213,6 +214,13 @@ class CoordinationGraph:
         out = [u] if u == x else [u, x]
         for y in out[:]:
             out += self.near_special[y] if y < self.V else self.near_of_special[y - self.V]
+        return out
+
+    def around_set(self, u: int, x: int) -> frozenset[int]:
+        """:meth:`around` as a set, kept: a space-time search intersects it with the vertices the others hold."""
+        out = self._around.get((u, x))
+        if out is None:
+            out = self._around[(u, x)] = frozenset(self.around(u, x))
         return out
 
     def same_place(self, a: int, b: int) -> bool:

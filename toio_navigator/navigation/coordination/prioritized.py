@@ -35,7 +35,7 @@ class _Reserved:
         self.ranks: dict[int, list[float]] = {}
         self.ranked = ranked
         self.horizon = 0
-        self._occ: dict[int, dict[int, list[int]]] = {}
+        self._occ: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
 
     def where(self, k: int, t: int) -> int:
         path = self.paths[k]
@@ -51,17 +51,18 @@ class _Reserved:
         self.horizon = max(self.horizon, len(path))
         self._occ.clear()
 
-    def step(self, t: int) -> dict[int, list[int]]:
-        """vertex -> the cubes on it at time t or t + 1 (the cubes a move in step t may meet)."""
+    def step(self, t: int) -> dict[int, list[tuple[int, int, int]]]:
+        """vertex -> (cube, its move's two vertices) for the cubes on it at time t or t + 1 (the cubes a move in
+        step t may meet)."""
         t = min(t, self.horizon)
         out = self._occ.get(t)
         if out is None:
             out = {}
             for k, path in self.paths.items():
                 a, b = path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)]
-                out.setdefault(a, []).append(k)
+                out.setdefault(a, []).append((k, a, b))
                 if b != a:
-                    out.setdefault(b, []).append(k)
+                    out.setdefault(b, []).append((k, a, b))
             self._occ[t] = out
         return out
 
@@ -76,12 +77,12 @@ def _slot(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> f
     occ = res.step(t)
     seen = set()
     low, high = -math.inf, math.inf
-    for y in graph.around(u, x):
-        for k in occ.get(y, ()):
+    for y in occ.keys() & graph.around_set(u, x):     # (the answer does not depend on the order)
+        for k, a, b in occ[y]:
             if k in seen:
                 continue
             seen.add(k)
-            rel = graph.relation(u, x, res.where(k, t), res.where(k, t + 1))
+            rel = graph.relation(u, x, a, b)
             if rel == INVALID:
                 return None
             if rel == AFTER or (rel == EITHER and not res.ranked):
@@ -153,6 +154,13 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     def tau(t: int) -> int:
         return min(t, settle + 1)
 
+    # may it stay on its target from step s on? (asked once per step: a search reaches its target many times)
+    stays = [_allowed(graph, res, goal, goal, s) for s in range(settle + 1)]
+    blocked = max((s for s in range(settle) if not stays[s]), default=-1)
+
+    def arrived(t: int) -> bool:
+        return t > blocked if t < settle else stays[settle]
+
     # a state is (vertex, time, the vertex it came from in the last step or -1: only where turns are limited)
     # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
     # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
@@ -163,7 +171,7 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     while frontier:
         _f, turns, _c, state, t, before = heapq.heappop(frontier)
         x, _tau, moved_from = state
-        if x == goal and all(_allowed(graph, res, x, x, s) for s in range(t, max(settle, t + 1))):
+        if x == goal and arrived(t):
             path = []
             while state is not None:
                 path.append(state[0])
