@@ -154,7 +154,8 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     def tau(t: int) -> int:
         return min(t, settle + 1)
 
-    # may it stay on its target from step s on? (asked once per step: a search reaches its target many times)
+    # may it stay on its target in step s (s = settle: from then on)? Asked once per search, not at every time
+    # the search reaches the target
     stays = [_allowed(graph, res, goal, goal, s) for s in range(settle + 1)]
     blocked = max((s for s in range(settle) if not stays[s]), default=-1)
 
@@ -396,8 +397,8 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
     either random or a cube late against its shortest route with the cubes whose paths come nearest its own
     (the ones most likely in its way). Each search tries at most ``budget`` moves, all of them together at most
-    ``total`` (None: no limit). Planning one cube at a time
-    (:func:`shorten`) cannot undo two cubes blocking each other; a group can."""
+    ``total`` (None: no limit; the rounds stop when it is spent). Planning one cube at a time (:func:`shorten`)
+    cannot undo two cubes blocking each other; a group can."""
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
     n = len(configs[0])
@@ -409,9 +410,9 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
 
     paths = _paths(configs)
     best = cost(paths)
-    left = [math.inf if total is None else total]
+    left = math.inf if total is None else total
     for _ in range(rounds):
-        if left[0] <= 0:
+        if left <= 0:
             break
         if rng.random() < 0.5:
             group = [int(k) for k in rng.choice(n, size, replace=False)]
@@ -425,9 +426,9 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
                     for k in range(n)]
             group = [first] + [int(k) for k in np.argsort(near) if k != first][:size - 1]
         rng.shuffle(group)
-        allowance = [min(budget, left[0])]
+        allowance = [min(budget, left)]
         made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance)
-        left[0] -= min(budget, left[0]) - max(allowance[0], 0)
+        left -= min(budget, left) - max(allowance[0], 0)
         if made is None:
             continue
         score = cost(made[2])

@@ -119,8 +119,8 @@ class CoordinatedParams:
                                   # of 18.3-18.9 s over seeds 0-4; 200 groups of 3: 19.7 s) ...
     lns_budget: int = 20000       # ... each search trying at most this many moves ...
     lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
-                                  # made (about 5 s of CPU at 32-64 cubes here; unbounded, 40 s at 32 cubes and
-                                  # minutes at 64, and the 20 % crowds under ble arrived no sooner)
+                                  # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
+                                  # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
 
 
 class CoordinatedPlanner:
