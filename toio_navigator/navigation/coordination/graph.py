@@ -268,8 +268,17 @@ class CoordinationGraph:
         out = self._conflicts.get(key)
         if out is None:
             xy = self._xy
-            out = self._conflicts[key] = segment_gap(xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]) < \
-                self.relaxed_distance(a, b) - EPS
+            p, q, r, s = xy[a[0]], xy[a[1]], xy[b[0]], xy[b[1]]
+            # the distance to keep is never more than D: two ways whose boxes lie D apart do not conflict, and
+            # most of the pairs a search asks about do (the exact distance takes four point-segment distances)
+            apart_x = max(min(r[0], s[0]) - max(p[0], q[0]), min(p[0], q[0]) - max(r[0], s[0]), 0.0)
+            apart_y = max(min(r[1], s[1]) - max(p[1], q[1]), min(p[1], q[1]) - max(r[1], s[1]), 0.0)
+            if math.hypot(apart_x, apart_y) > self.D + EPS:
+                out = False
+            else:
+                gap = segment_gap(p, q, r, s)
+                out = gap < self.D - EPS and gap < self.relaxed_distance(a, b) - EPS
+            self._conflicts[key] = out
         return out
 
     def relation(self, u: int, x: int, uk: int, xk: int) -> int:
