@@ -37,10 +37,6 @@ class _Reserved:
         self.horizon = 0
         self._occ: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
 
-    def where(self, k: int, t: int) -> int:
-        path = self.paths[k]
-        return path[min(t, len(path) - 1)]
-
     def rank(self, k: int, t: int) -> float:
         ranks = self.ranks.get(k, ())
         return ranks[t] if t < len(ranks) else 0.0
@@ -426,9 +422,10 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
                     for k in range(n)]
             group = [first] + [int(k) for k in np.argsort(near) if k != first][:size - 1]
         rng.shuffle(group)
-        allowance = [min(budget, left)]
+        given = min(budget, left)
+        allowance = [given]
         made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance)
-        left -= min(budget, left) - max(allowance[0], 0)
+        left -= given - max(allowance[0], 0)
         if made is None:
             continue
         score = cost(made[2])
