@@ -485,6 +485,43 @@ def test_a_held_cube_that_stands_off_its_path_and_keeps_another_back_creeps_onto
     assert drive(-np.pi / 2, blocker=True)[0] == 0.0
 
 
+def test_a_held_cube_that_overran_its_limit_and_keeps_another_back_backs_off_along_its_path():
+    # random_mat_d20_s1 under loaded (seed 3): a late host let a cube run 7 u past its limit into the last stretch
+    # of its path; the cube it waited for, free in the plan, was stopped by the safety layer beside it: nobody
+    # moved for 4 s, and planning again made the run 47 s, not 21
+    held = np.array([[0.0, 0.0], [200.0, 0.0]])         # cube 0 waits for cube 1 to pass x = 130 on segment 1
+    passing = np.array([[130.0, -200.0], [130.0, 200.0]])
+    sch = schedule.Schedule(vertices=[[0, 1], [2, 3]], paths=[held, passing],
+                            arcs=[np.array([0.0, 200.0]), np.array([0.0, 400.0])],
+                            gates=[[[], [(1, 300.0, 46.0, False)]], [[], []]])
+    ex = Execution(sch, release=6.0, stray=5.0)
+    pos = np.array([[90.0, 0.0], [130.0, -100.0]])
+    ex.progress[:] = [60.0, 100.0]
+    limit = ex.limits(pos, np.full(2, 100.0))
+    assert limit[0] == pytest.approx(84.0, abs=2.5) and not ex.overran[0]     # held before the other's way
+    ex.progress[:] = [90.0, 100.0]                                            # 6 u past that: too near it
+    limit = ex.limits(pos, np.full(2, 100.0))
+    assert limit[0] == 90.0 and ex.overran[0]
+    assert ex.clear_behind(0, pos, 15.0) == pytest.approx(84.0, abs=2.5)
+    planner = make_planner('coordinated')
+    planner.graph = SimpleNamespace(D=46.0, lattice=SimpleNamespace(walls=np.zeros((0, 5))))
+    planner.agents = np.array([0, 1])
+
+    def drive(at, blocker):
+        planner._blockers = {0} if blocker else set()
+        here = np.array([[at, 0.0], [130.0, -100.0]])
+        speed, wp, back = planner._drive(ex, here, np.zeros(2), np.zeros(2), limit, np.full(2, 165.0),
+                                         np.full(2, 0.5), np.zeros(2), (np.full(2, 0.2), 0.2), np.zeros(2, bool))
+        return speed[0], wp[0], bool(back[0]), planner.why[0]
+
+    speed, _wp, _back, why = drive(90.0, blocker=False)        # keeping nobody back: it stands at its limit
+    assert speed == 0.0 and why == 'limit'
+    speed, wp, back, why = drive(90.0, blocker=True)           # it backs (tail first) towards x = 84
+    assert why == 'back-off' and back and 0.0 < speed <= planner.params.min_speed
+    assert wp[0] < 84.0 and wp[1] == pytest.approx(0.0)
+    assert drive(85.0, blocker=True)[0] == 0.0                 # there (its progress stays): it stands
+
+
 def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_commands_under_way():
     planner = make_planner('coordinated')
     pos = np.array([[200.0, 250.0], [232.0, 250.0]])             # 32 u apart: closer than touching + 4 u

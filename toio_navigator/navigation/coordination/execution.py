@@ -56,6 +56,7 @@ class Execution:
         self.deviation = np.zeros(schedule.n)
         self.last_pos: np.ndarray | None = None
         self.binding: list[tuple[int, int] | None] = [None] * schedule.n
+        self.overran = np.zeros(schedule.n, bool)      # the point of its progress is too near a live gate's way
         self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (progress, way)
 
     @property
@@ -136,6 +137,7 @@ class Execution:
         sch = self.schedule
         out = self.progress.copy()
         self.binding: list[tuple[int, int] | None] = [None] * sch.n
+        self.overran = np.zeros(sch.n, bool)
         until = np.minimum(self.progress + horizon, self.ends)
         jobs = []
         for i in range(sch.n):
@@ -149,7 +151,23 @@ class Execution:
             if held is None:
                 held = (float(until[i]), None) if hi >= until[i] else self._limit(i, pos, float(until[i]), m=m + 1)
             out[i], self.binding[i] = held
+            self.overran[i] = held[1] is not None and held[0] <= self.progress[i] and _lo >= self.progress[i]
         return out
+
+    def clear_behind(self, i: int, pos: np.ndarray, depth: float) -> float:
+        """The arc length, at most ``depth`` back along cube i's segment from its progress (not before the
+        segment's start), from which on the gates of that segment hold it: where a cube that overran its limit
+        stands clear of the ways it waits for again."""
+        s = float(self.progress[i])
+        job = self._next_live(i, s)
+        if job is None:
+            return s
+        _i, m, _lo, _hi, live = job
+        lo = max(float(self.schedule.arcs[i][m - 1]), s - depth)
+        if lo >= s:
+            return s
+        held = self._check([(i, m, lo, s, live)], pos)[0]
+        return s if held is None else held[0]
 
     def _limit(self, i: int, pos: np.ndarray, until: float, m: int | None = None):
         """(limit of cube i, (segment, cube) of the gate that sets it or None), from its segment ``m`` on (default:
