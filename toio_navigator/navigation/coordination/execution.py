@@ -12,7 +12,9 @@ standing at a vertex when it has gone on beyond it by ``release``.
 Limits only grow while the other cubes progress, so a cube that keeps within its limit stays clear of every cube
 whose way conflicts with its own, however late its commands take effect: the planner drives it so that it can
 always stop before its limit. The order of the schedule is kept as it is: a cube held by a late one waits (letting
-it go first where the late one was still far from their crossing made the swarm slower: docs/trial.md).
+it go first where the late one was still far from their crossing made the swarm slower: docs/trial.md). A cube
+that ran past its limit (a late host) stands where its limit is already too near a way it waits for: ``overran``;
+:meth:`Execution.clear_behind` says how far back along its path it stands clear again.
 """
 from __future__ import annotations
 
@@ -147,11 +149,11 @@ class Execution:
             else:
                 jobs.append(job)
         for job, held in zip(jobs, self._check(jobs, pos)):
-            i, m, _lo, hi, _live = job
+            i, m, lo, hi, _live = job
             if held is None:
                 held = (float(until[i]), None) if hi >= until[i] else self._limit(i, pos, float(until[i]), m=m + 1)
             out[i], self.binding[i] = held
-            self.overran[i] = held[1] is not None and held[0] <= self.progress[i] and _lo >= self.progress[i]
+            self.overran[i] = held[1] is not None and held[0] <= self.progress[i] and lo >= self.progress[i]
         return out
 
     def clear_behind(self, i: int, pos: np.ndarray, depth: float) -> float:
