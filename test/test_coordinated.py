@@ -499,6 +499,8 @@ def test_a_held_cube_that_overran_its_limit_and_keeps_another_back_backs_off_alo
     ex.progress[:] = [60.0, 100.0]
     limit = ex.limits(pos, np.full(2, 100.0))
     assert limit[0] == pytest.approx(84.0, abs=2.5) and not ex.overran[0]     # held before the other's way
+    ex.progress[:] = [limit[0], 100.0]
+    assert ex.limits(pos, np.full(2, 100.0))[0] == limit[0] and not ex.overran[0]   # at its limit, not past it
     ex.progress[:] = [90.0, 100.0]                                            # 6 u past that: too near it
     limit = ex.limits(pos, np.full(2, 100.0))
     assert limit[0] == 90.0 and ex.overran[0]

@@ -149,11 +149,13 @@ class Execution:
             else:
                 jobs.append(job)
         for job, held in zip(jobs, self._check(jobs, pos)):
-            i, m, lo, hi, _live = job
+            i, m, lo, hi, live = job
             if held is None:
                 held = (float(until[i]), None) if hi >= until[i] else self._limit(i, pos, float(until[i]), m=m + 1)
             out[i], self.binding[i] = held
-            self.overran[i] = held[1] is not None and held[0] <= self.progress[i] and lo >= self.progress[i]
+            if held[1] is not None and held[0] <= lo <= self.progress[i]:
+                # held where it is: is that point itself too near (not only the next one)?
+                self.overran[i] = self._check([(i, m, lo, lo, live)], pos)[0] is not None
         return out
 
     def clear_behind(self, i: int, pos: np.ndarray, depth: float) -> float:

@@ -456,7 +456,8 @@ class CoordinatedPlanner:
             free = lim - s - (0.0 if at_end else p.stop_margin)
             v = min(max(float(min((free - running[k] * lead[k]) / run, free / (lead[k] + run))), 0.0), float(vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
-            if v <= 0.0 and int(self.agents[k]) in self._blockers and (ex.overran[k] or ex.deviation[k] > p.stray):
+            foot = None
+            if v <= 0.0 and int(self.agents[k]) in self._blockers:
                 # held where it keeps a cube back: the safety layer stopped another cube for it last tick. That
                 # cube, free in the plan, may be one this cube waits for in the plan (a dead-lock the plan cannot
                 # see). A cube that overran its limit (a late host) backs along its path until it is clear of the
@@ -464,14 +465,16 @@ class CoordinatedPlanner:
                 # further off its path than it may stray creeps back onto it. The plan keeps those points clear
                 # of the others
                 if ex.overran[k]:
-                    foot, self.why[k] = point_at(path, arcs, ex.clear_behind(k, pos, p.deviation - p.stray)), 'back-off'
-                else:
+                    behind = point_at(path, arcs, ex.clear_behind(k, pos, p.deviation - p.stray))
+                    if float(np.hypot(*(behind - pos[k]))) > p.goal_reached + p.creep_stop:
+                        foot, self.why[k] = behind, 'back-off'     # (nearer: there already, it coasts that far)
+                if foot is None and ex.deviation[k] > p.stray:
                     foot, self.why[k] = point_at(path, arcs, s), 'onto-path'
+            if foot is not None:
                 waypoint[k], back[k] = self._onto_path(pos[k], foot, heading[k], back[k])
                 way = waypoint[k] - pos[k]
                 aligned = _angle_off(math.atan2(way[1], way[0]), heading[k] + (math.pi if back[k] else 0.0))
-                there = float(np.hypot(*(foot - pos[k]))) <= p.goal_reached + p.creep_stop
-                speed[k] = p.min_speed if aligned <= p.align_stop and not there else 0.0
+                speed[k] = p.min_speed if aligned <= p.align_stop else 0.0
                 continue
             reach = s + p.lookahead
             for m in range(int(arcs.searchsorted(s, side='right')), len(arcs) - 1):
