@@ -13,7 +13,7 @@ Limits only grow while the other cubes progress, so a cube that keeps within its
 whose way conflicts with its own, however late its commands take effect: the planner drives it so that it can
 always stop before its limit. The order of the schedule is kept as it is: a cube held by a late one waits (letting
 it go first where the late one was still far from their crossing made the swarm slower: docs/trial.md). A cube
-that ran past its limit (a late host) stands where its limit is already too near a way it waits for: ``overran``;
+that ran past its limit (a late host) stands already too near a way it waits for: ``overran``;
 :meth:`Execution.clear_behind` says how far back along its path it stands clear again.
 """
 from __future__ import annotations
