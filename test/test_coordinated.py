@@ -531,26 +531,31 @@ def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_com
     vel, radius = np.zeros((2, 2)), np.full(2, R)
     react, before = np.array([0.5]), (np.array([0.2]), 0.3)
 
-    def allowed(heading, waypoint, running=0.0, other=(232.0, 250.0), other_under_way=(0.0, 0.0)):
+    def allowed(waypoint, running=0.0, other=(232.0, 250.0), other_under_way=(0.0, 0.0), speed=100.0):
         here = np.array([pos[0], other])
         under_way = np.array([[0.0, 0.0], other_under_way])
-        return planner._keep_apart(here, idx, np.array([heading]), np.array([heading]), np.array([waypoint]),
-                                   np.array([100.0]), (vel, under_way), radius, react, np.array([running]),
-                                   before)[0]
+        return planner._keep_apart(here, idx, np.array([waypoint]), np.array([speed]), (vel, under_way), radius,
+                                   react, np.array([running]), before)[0]
 
-    assert allowed(np.pi, (100.0, 250.0)) == 100.0               # driving away from it: never held back
-    assert allowed(0.0, (300.0, 250.0)) == 0.0                    # towards it: stopped
-    # heading away but its waypoint behind the other cube: CubeHandle turns it there, so it is stopped too
-    assert allowed(np.pi, (300.0, 250.0)) == 0.0
+    assert allowed((100.0, 250.0)) == 100.0                       # its way leads away from it: never held back
+    assert allowed((300.0, 250.0)) == 0.0                         # towards it (whichever way it heads now:
+    #                                                               CubeHandle turns it towards its waypoint)
     # 60 u apart: room for some speed, less when a fast command is still under way
-    far_away = allowed(0.0, (300.0, 250.0), other=(260.0, 250.0))
+    far_away = allowed((300.0, 250.0), other=(260.0, 250.0))
     assert 0.0 < far_away < 100.0
-    assert allowed(0.0, (300.0, 250.0), running=150.0, other=(260.0, 250.0)) < far_away
+    # 45 u apart: room for 16 u/s, below the wheels' dead zone, where CubeHandle would make it a creep: it stops
+    assert allowed((300.0, 250.0), other=(245.0, 250.0)) == 0.0
+    assert allowed((300.0, 250.0), running=150.0, other=(260.0, 250.0)) < far_away
     # beside its way, 50 u off: passing is free, unless the other cube, just told to stop, still runs on towards
     # it under a fast command (a late host: it ran into a passing cube, circle_swap_64 under loaded)
     beside = dict(other=(250.0, 200.0))
-    assert allowed(0.0, (300.0, 250.0), **beside) == 100.0
-    assert allowed(0.0, (300.0, 250.0), other_under_way=(0.0, 150.0), **beside) < 100.0
+    assert allowed((300.0, 250.0), **beside) == 100.0
+    assert allowed((300.0, 250.0), other_under_way=(0.0, 150.0), **beside) < 100.0
+    # 35 u off its way, 69.5 u away: a fast cube may go on to where its way enters that cube's disc (48 u ahead),
+    # further than towards a cube straight ahead at that distance (32.5 u), and not as far as past it
+    passing = allowed((300.0, 250.0), other=(260.0, 215.0), speed=200.0)
+    head_on = allowed((300.0, 250.0), other=(269.5, 250.0), speed=200.0)
+    assert head_on == pytest.approx(32.5 / 0.5, abs=0.5) and passing == pytest.approx(48.0 / 0.5, abs=0.5)
 
 
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():

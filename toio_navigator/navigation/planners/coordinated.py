@@ -228,8 +228,8 @@ class CoordinatedPlanner:
             in_flight = running[:, None] * np.column_stack([np.cos(everyone), np.sin(everyone)])
             flip = np.where(back, math.pi, 0.0)      # from here on: the way each cube drives, not its heading
             heading, later = heading + flip, later + flip
-            speed = self._keep_apart(pos, idx, heading, later, waypoint, speed,
-                                     (np.asarray(state.vel, float), in_flight), radius, react, running[idx], before)
+            speed = self._keep_apart(pos, idx, waypoint, speed, (np.asarray(state.vel, float), in_flight), radius,
+                                     react, running[idx], before)
             for towards in (heading, later):
                 speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
             out.speed_limit[idx] = speed
@@ -575,17 +575,21 @@ class CoordinatedPlanner:
         t0[idx] = np.where(fresh, measured, t0[idx])
         return rate[idx]
 
-    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, heading: np.ndarray, later: np.ndarray,
-                    waypoint: np.ndarray, speed: np.ndarray, vel: tuple[np.ndarray, np.ndarray], radius: np.ndarray,
-                    react: np.ndarray, running: np.ndarray, before: tuple[np.ndarray, float]) -> np.ndarray:
+    def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, waypoint: np.ndarray, speed: np.ndarray,
+                    vel: tuple[np.ndarray, np.ndarray], radius: np.ndarray, react: np.ndarray, running: np.ndarray,
+                    before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
         another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
-        it stops: ``running`` (the fastest command still under way) until a new command takes effect, then the
-        new speed for the command's duration, along its heading, the heading it turns to meanwhile (``later``) or
-        towards its waypoint (CubeHandle turns it there while it drives). The other cube (``vel``: every cube's
-        velocity as last commanded, and as the fastest command still under way goes) stands, goes on as
-        commanded, or as fast as what is still under way: a cube just told to stop still runs on a while.
-        Cubes passing side by side, or moving apart (however close they are), are not slowed; only closing in is."""
+        it stops runs straight towards its waypoint: ``running`` (the fastest command still under way) until a new
+        command takes effect, then the new speed for the command's duration. (A cube gets a speed only while it
+        heads within ``align_stop`` of its waypoint, and CubeHandle steers it there as it drives; straight lines
+        along its heading as well, up to 40 degrees off that way, held cubes back from others they would pass
+        46 u away: every run of the 20 % crowds took 0.35-2 s longer, docs/trial.md.) The other cube (``vel``:
+        every cube's velocity as last commanded, and as the fastest command still under way goes) stands, goes on
+        as commanded, or as fast as what is still under way: a cube just told to stop still runs on a while. A cube
+        may go on to where its way enters the other one's disc of touching + ``apart`` where it stands, and no
+        nearer than that to it at all where it moves. Cubes passing side by side, or moving apart (however close
+        they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
         self._blockers = set()
@@ -599,28 +603,38 @@ class CoordinatedPlanner:
             return speed
         k = where[q]
         toward = waypoint[k] - pos[q]
-        ways = np.stack([np.column_stack([np.cos(heading[k]), np.sin(heading[k])]),
-                         np.column_stack([np.cos(later[k]), np.sin(later[k])]),
-                         toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]], axis=1)     # (P, 3, 2)
+        way = toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]                         # (P, 2)
         others = np.stack([np.zeros((len(q), 2)), vel[0][o], vel[1][o]], axis=1)               # (P, 3, 2)
+        moves = np.hypot(others[..., 0], others[..., 1]) > 1e-9                                 # (P, 3)
         rel = pos[o] - pos[q]
         need = radius[q] + radius[o] + p.apart
+        # how far along its way the cube may go before it enters the disc of the other one where it stands
+        along = (rel * way).sum(axis=1)
+        miss2 = d * d - along * along
+        enters = (along > 0.0) & (miss2 < need * need)
+        entry = np.where(enters, along - np.sqrt(np.maximum(need * need - miss2, 0.0)), np.inf)
         # every pair at once at the speeds given; a cube with a pair that closes in is slowed pair after pair,
         # each pair looked at again at the speed the pairs before left it
-        closest = _closest_approach(rel, ways, running[k] * lead[k] + speed[k] * run, others, react[k])
+        closest = _closest_approach(rel, way, running[k] * lead[k] + speed[k] * run, others, react[k])   # (P, 3)
         slowed = np.zeros(len(idx), bool)
-        slowed[k[(closest < need) & (closest < d - 1e-6)]] = True
+        slowed[k[((closest < need[:, None]) & (closest < d[:, None] - 1e-6)).any(axis=1)]] = True
         out = speed.copy()
         for e in np.nonzero(slowed[k])[0]:
             i = k[e]
             if out[i] <= 0.0:
                 continue
             if out[i] < speed[i]:          # slowed by an earlier pair: is this one still closing in?
-                closest[e] = _closest_approach(rel[e:e + 1], ways[e:e + 1], running[i:i + 1] * lead[i] + out[i] * run,
+                closest[e] = _closest_approach(rel[e:e + 1], way[e:e + 1], running[i:i + 1] * lead[i] + out[i] * run,
                                                others[e:e + 1], react[i:i + 1])[0]
-            if closest[e] < need[e] and closest[e] < d[e] - 1e-6:
-                room = max(0.0, d[e] - need[e])
-                out[i] = min(out[i], max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run))))
+            closing = (closest[e] < need[e]) & (closest[e] < d[e] - 1e-6)
+            if closing.any():
+                # standing: up to where its way enters that disc; moving: the disc's distance from here
+                room = max(0.0, min(float(entry[e]) if closing[0] else math.inf,
+                                    float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
+                cap = max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run)))
+                # slower than the wheels' dead zone is no slower: CubeHandle shifts such a command out of it, and
+                # the cube creeps at min_speed (a cube near its goal crept into a neighbour that way)
+                out[i] = min(out[i], cap if cap >= p.min_speed else 0.0)
                 if out[i] <= 0.0:
                     self._blockers.add(int(o[e]))
         return out
@@ -662,17 +676,17 @@ def _angle_off(a: float, b: float) -> float:
     return abs((a - b + math.pi) % (2.0 * math.pi) - math.pi)
 
 
-def _closest_approach(rel: np.ndarray, ways: np.ndarray, travel: np.ndarray, others: np.ndarray,
+def _closest_approach(rel: np.ndarray, way: np.ndarray, travel: np.ndarray, others: np.ndarray,
                       react: np.ndarray) -> np.ndarray:
-    """(P,) the nearest a cube comes to another one, over every pair at once: ``rel`` (P, 2) the other one from
-    it; the cube travels ``travel`` (P,) along each of its ``ways`` (P, W, 2, unit) while the other one goes on at
-    each of ``others`` (P, V, 2) for ``react`` (P,) s; the smallest of the W x V straight relative moves."""
-    shift = ways[:, :, None, :] * travel[:, None, None, None] - others[:, None, :, :] * react[:, None, None, None]
+    """(P, V) the nearest a cube comes to another one, over every pair at once: ``rel`` (P, 2) the other one from
+    it; the cube travels ``travel`` (P,) along ``way`` (P, 2, unit) while the other one goes on at each of
+    ``others`` (P, V, 2) for ``react`` (P,) s: one straight relative move for each of them."""
+    shift = way[:, None, :] * travel[:, None, None] - others * react[:, None, None]
     s2 = (shift * shift).sum(axis=-1)
-    along = (rel[:, None, None, :] * shift).sum(axis=-1)
+    along = (rel[:, None, :] * shift).sum(axis=-1)
     t = np.where(s2 > 1e-9, np.clip(along / np.where(s2 > 1e-9, s2, 1.0), 0.0, 1.0), 0.0)
-    miss = rel[:, None, None, :] - shift * t[..., None]
-    return np.hypot(miss[..., 0], miss[..., 1]).min(axis=(1, 2))
+    miss = rel[:, None, :] - shift * t[..., None]
+    return np.hypot(miss[..., 0], miss[..., 1])
 
 
 def _beyond_corner(a: float, cos_t: float, cut: float, back: bool = False) -> float:
