@@ -616,8 +616,9 @@ class CoordinatedPlanner:
         # every pair at once at the speeds given; a cube with a pair that closes in is slowed pair after pair,
         # each pair looked at again at the speed the pairs before left it
         closest = _closest_approach(rel, way, running[k] * lead[k] + speed[k] * run, others, react[k])   # (P, 3)
+        closes = (closest < need[:, None]) & (closest < d[:, None] - 1e-6)                     # (P, 3)
         slowed = np.zeros(len(idx), bool)
-        slowed[k[((closest < need[:, None]) & (closest < d[:, None] - 1e-6)).any(axis=1)]] = True
+        slowed[k[closes.any(axis=1)]] = True
         out = speed.copy()
         for e in np.nonzero(slowed[k])[0]:
             i = k[e]
@@ -626,7 +627,8 @@ class CoordinatedPlanner:
             if out[i] < speed[i]:          # slowed by an earlier pair: is this one still closing in?
                 closest[e] = _closest_approach(rel[e:e + 1], way[e:e + 1], running[i:i + 1] * lead[i] + out[i] * run,
                                                others[e:e + 1], react[i:i + 1])[0]
-            closing = (closest[e] < need[e]) & (closest[e] < d[e] - 1e-6)
+                closes[e] = (closest[e] < need[e]) & (closest[e] < d[e] - 1e-6)
+            closing = closes[e]
             if closing.any():
                 # standing: up to where its way enters that disc; moving: the disc's distance from here
                 room = max(0.0, min(float(entry[e]) if closing[0] else math.inf,
