@@ -8,6 +8,7 @@ small pure computations."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -529,13 +530,17 @@ def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_com
     pos = np.array([[200.0, 250.0], [232.0, 250.0]])             # 32 u apart: closer than touching + 4 u
     idx = np.array([0])
     vel, radius = np.zeros((2, 2)), np.full(2, R)
-    react, before = np.array([0.5]), (np.array([0.2]), 0.3)
+    before = (np.array([0.2]), 0.3)                              # 0.2 s until a new command acts, 0.3 s under it
 
-    def allowed(waypoint, running=0.0, other=(232.0, 250.0), other_under_way=(0.0, 0.0), speed=100.0):
+    def allowed(waypoint, running=0.0, other=(232.0, 250.0), other_under_way=(0.0, 0.0), speed=100.0,
+                heading=None, later=None):
         here = np.array([pos[0], other])
         under_way = np.array([[0.0, 0.0], other_under_way])
+        if heading is None:          # heading for its waypoint
+            heading = math.atan2(waypoint[1] - pos[0][1], waypoint[0] - pos[0][0])
+        later = heading if later is None else later
         return planner._keep_apart(here, idx, np.array([waypoint]), np.array([speed]), (vel, under_way), radius,
-                                   react, np.array([running]), before)[0]
+                                   np.array([heading]), np.array([later]), np.array([running]), before)[0]
 
     assert allowed((100.0, 250.0)) == 100.0                       # its way leads away from it: never held back
     assert allowed((300.0, 250.0)) == 0.0                         # towards it (whichever way it heads now:
@@ -556,6 +561,14 @@ def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_com
     passing = allowed((300.0, 250.0), other=(260.0, 215.0), speed=200.0)
     head_on = allowed((300.0, 250.0), other=(269.5, 250.0), speed=200.0)
     assert head_on == pytest.approx(32.5 / 0.5, abs=0.5) and passing == pytest.approx(48.0 / 0.5, abs=0.5)
+    # 40 u beside its way to the waypoint, 60 u ahead: free while it heads that way; a cube still heading
+    # (or turning) towards the other one drives a curve that comes nearer than touching + 4 u: it is slowed (a
+    # cube still turning from a corner drove into a standing one, random_mat_d20_s1)
+    ahead = dict(other=(245.0, 210.0), speed=100.0)
+    towards = math.atan2(-40.0, 45.0)
+    assert allowed((300.0, 250.0), **ahead) == 100.0
+    assert allowed((300.0, 250.0), heading=towards, **ahead) < 100.0
+    assert allowed((300.0, 250.0), heading=-0.2, later=towards, running=100.0, **ahead) < 100.0
 
 
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():

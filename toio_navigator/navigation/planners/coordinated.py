@@ -43,6 +43,8 @@ from toio_navigator.navigation.planners.common import pairs_within
 
 UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
 WALL_CHECKS = np.linspace(0.0, 1.0, 6)   # fractions of a cube's way ahead checked against the walls
+WAY_SEGMENTS = (4, 6)     # straight pieces of a cube's way in the safety layer: before its new command takes effect,
+                          # and under it
 
 
 @dataclass
@@ -85,6 +87,7 @@ class CoordinatedParams:
     deviation: float = 20.0       # u: a real cube this far off its path makes everyone plan again
     rest_time: float = 0.5        # s without motion commands before the cubes count as standing still
     apart: float = 4.0            # u beyond touching the safety layer keeps real cubes from closing in
+    steer_time: float = 0.25      # s in which CubeHandle's steering (rotate_time) cuts a cube's heading error by e
     stall_time: float = 4.0       # s without progress of any cube before planning again
     budget: int = 3000            # successor configurations the search may try
     try_budget: int = 600         # real cubes: ... each of the candidate searches; a search for plans that stand to
@@ -229,7 +232,7 @@ class CoordinatedPlanner:
             flip = np.where(back, math.pi, 0.0)      # from here on: the way each cube drives, not its heading
             heading, later = heading + flip, later + flip
             speed = self._keep_apart(pos, idx, waypoint, speed, (np.asarray(state.vel, float), in_flight), radius,
-                                     react, running[idx], before)
+                                     heading, later, running[idx], before)
             for towards in (heading, later):
                 speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
             out.speed_limit[idx] = speed
@@ -576,24 +579,25 @@ class CoordinatedPlanner:
         return rate[idx]
 
     def _keep_apart(self, pos: np.ndarray, idx: np.ndarray, waypoint: np.ndarray, speed: np.ndarray,
-                    vel: tuple[np.ndarray, np.ndarray], radius: np.ndarray, react: np.ndarray, running: np.ndarray,
-                    before: tuple[np.ndarray, float]) -> np.ndarray:
+                    vel: tuple[np.ndarray, np.ndarray], radius: np.ndarray, heading: np.ndarray, later: np.ndarray,
+                    running: np.ndarray, before: tuple[np.ndarray, float]) -> np.ndarray:
         """The safety layer under the plan: a real cube that would come closer than touching + ``apart`` to
         another one, and closer than it is now, before it can stop slows to what stops it in time. Its way until
-        it stops runs straight towards its waypoint: ``running`` (the fastest command still under way) until a new
-        command takes effect, then the new speed for the command's duration. (A cube gets a speed only while it
-        heads within ``align_stop`` of its waypoint, and CubeHandle steers it there as it drives; straight lines
-        along its heading as well, up to 40 degrees off that way, held cubes back from others they would pass
-        46 u away: every run of the 20 % crowds took 0.35-2 s longer, docs/trial.md.) The other cube (``vel``:
-        every cube's velocity as last commanded, and as the fastest command still under way goes) stands, goes on
-        as commanded, or as fast as what is still under way: a cube just told to stop still runs on a while. A cube
-        may go on to where its way enters the other one's disc of touching + ``apart`` where it stands, and no
-        nearer than that to it at all where it moves. Cubes passing side by side, or moving apart (however close
-        they are), are not slowed; only closing in is."""
+        it stops (:func:`_ways`): ``running`` (the fastest command still under way) until a new command takes
+        effect, turning on as it turns now (``heading`` to ``later``, the way it drives), then the new speed for
+        the command's duration while CubeHandle steers it towards its waypoint. (A straight line towards the
+        waypoint let a cube that still turned drive into a cube it would have passed along that line; straight
+        lines along its heading as well held cubes back from others they would pass 46 u away: docs/trial.md.)
+        The other cube (``vel``: every cube's velocity as last commanded, and as the fastest command still under
+        way goes) stands, goes on as commanded, or as fast as what is still under way: a cube just told to stop
+        still runs on a while. A cube may go on to where its way enters the other one's disc of touching +
+        ``apart`` where it stands, and no nearer than that to it at all where it moves. Cubes passing side by
+        side, or moving apart (however close they are), are not slowed; only closing in is."""
         p = self.params
         lead, run = before
         self._blockers = set()
-        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(react.max(initial=0.0))
+        horizon = lead + run
+        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(horizon.max(initial=0.0))
         q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
         where = np.full(len(pos), -1)
         where[idx] = np.arange(len(idx))
@@ -602,20 +606,17 @@ class CoordinatedPlanner:
         if q.size == 0:
             return speed
         k = where[q]
-        toward = waypoint[k] - pos[q]
-        way = toward / np.maximum(np.hypot(*toward.T), 1e-9)[:, None]                         # (P, 2)
+        toward = waypoint - pos[idx]
+        bearing = np.arctan2(toward[:, 1], toward[:, 0])
+        ways = (heading, later, bearing, lead)
         others = np.stack([np.zeros((len(q), 2)), vel[0][o], vel[1][o]], axis=1)               # (P, 3, 2)
         moves = np.hypot(others[..., 0], others[..., 1]) > 1e-9                                 # (P, 3)
         rel = pos[o] - pos[q]
         need = radius[q] + radius[o] + p.apart
-        # how far along its way the cube may go before it enters the disc of the other one where it stands
-        along = (rel * way).sum(axis=1)
-        miss2 = d * d - along * along
-        enters = (along > 0.0) & (miss2 < need * need)
-        entry = np.where(enters, along - np.sqrt(np.maximum(need * need - miss2, 0.0)), np.inf)
         # every pair at once at the speeds given; a cube with a pair that closes in is slowed pair after pair,
         # each pair looked at again at the speed the pairs before left it
-        closest = _closest_approach(rel, way, running[k] * lead[k] + speed[k] * run, others, react[k])   # (P, 3)
+        way = _ways(*(w[k] for w in ways), running[k], speed[k], run, p.steer_time)
+        closest = _closest_approach(rel, *way[:2], others)                                      # (P, 3)
         closes = (closest < need[:, None]) & (closest < d[:, None] - 1e-6)                     # (P, 3)
         slowed = np.zeros(len(idx), bool)
         slowed[k[closes.any(axis=1)]] = True
@@ -624,15 +625,18 @@ class CoordinatedPlanner:
             i = k[e]
             if out[i] <= 0.0:
                 continue
+            one = slice(e, e + 1)
             if out[i] < speed[i]:          # slowed by an earlier pair: is this one still closing in?
-                closest[e] = _closest_approach(rel[e:e + 1], way[e:e + 1], running[i:i + 1] * lead[i] + out[i] * run,
-                                               others[e:e + 1], react[i:i + 1])[0]
+                way_e = _ways(*(w[i:i + 1] for w in ways), running[i:i + 1], out[i:i + 1], run, p.steer_time)
+                closest[e] = _closest_approach(rel[one], *way_e[:2], others[one])[0]
                 closes[e] = (closest[e] < need[e]) & (closest[e] < d[e] - 1e-6)
+            else:
+                way_e = tuple(w[one] for w in way)
             closing = closes[e]
             if closing.any():
                 # standing: up to where its way enters that disc; moving: the disc's distance from here
-                room = max(0.0, min(float(entry[e]) if closing[0] else math.inf,
-                                    float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
+                entry = _entry(rel[one], way_e[0], way_e[2], need[one])[0] if closing[0] else math.inf
+                room = max(0.0, min(entry, float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
                 cap = max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run)))
                 # slower than the wheels' dead zone is no slower: CubeHandle shifts such a command out of it, and
                 # the cube creeps at min_speed (a cube near its goal crept into a neighbour that way)
@@ -678,17 +682,55 @@ def _angle_off(a: float, b: float) -> float:
     return abs((a - b + math.pi) % (2.0 * math.pi) - math.pi)
 
 
-def _closest_approach(rel: np.ndarray, way: np.ndarray, travel: np.ndarray, others: np.ndarray,
-                      react: np.ndarray) -> np.ndarray:
+def _ways(heading: np.ndarray, later: np.ndarray, bearing: np.ndarray, lead: np.ndarray, running: np.ndarray,
+          speed: np.ndarray, run: float, steer: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where K cubes go until they stop, as the safety layer reckons: ((K, S, 2) displacement, (K, S) time,
+    (K, S) distance travelled) at S moments from now. Until its new command takes effect (``lead`` s) a cube runs
+    on at ``running``, its heading going on from ``heading`` to ``later`` as it turns now; then for ``run`` s at
+    ``speed`` while CubeHandle steers it towards its waypoint (at ``bearing``): the heading error falls by e
+    every ``steer`` s. (Headings: the way it drives.)"""
+    first, then = WAY_SEGMENTS
+    time = np.concatenate([lead[:, None] * np.linspace(0.0, 1.0, first + 1)[None],
+                           lead[:, None] + run * np.linspace(0.0, 1.0, then + 1)[None, 1:]], axis=1)
+    mid = 0.5 * (time[:, 1:] + time[:, :-1])
+    early = np.arange(first + then) < first
+    turned = (later - heading + math.pi) % (2.0 * math.pi) - math.pi
+    off = (later - bearing + math.pi) % (2.0 * math.pi) - math.pi
+    theta = np.where(early, heading[:, None] + turned[:, None] * mid / np.maximum(lead, 1e-9)[:, None],
+                     bearing[:, None] + off[:, None] * np.exp(-np.maximum(mid - lead[:, None], 0.0) / steer))
+    step = np.where(early, running[:, None], speed[:, None]) * np.diff(time, axis=1)
+    disp = np.zeros((len(heading), first + then + 1, 2))
+    disp[:, 1:, 0] = np.cumsum(step * np.cos(theta), axis=1)
+    disp[:, 1:, 1] = np.cumsum(step * np.sin(theta), axis=1)
+    travelled = np.concatenate([np.zeros((len(heading), 1)), np.cumsum(step, axis=1)], axis=1)
+    return disp, time, travelled
+
+
+def _closest_approach(rel: np.ndarray, disp: np.ndarray, time: np.ndarray, others: np.ndarray) -> np.ndarray:
     """(P, V) the nearest a cube comes to another one, over every pair at once: ``rel`` (P, 2) the other one from
-    it; the cube travels ``travel`` (P,) along ``way`` (P, 2, unit) while the other one goes on at each of
-    ``others`` (P, V, 2) for ``react`` (P,) s: one straight relative move for each of them."""
-    shift = way[:, None, :] * travel[:, None, None] - others * react[:, None, None]
-    s2 = (shift * shift).sum(axis=-1)
-    along = (rel[:, None, :] * shift).sum(axis=-1)
-    t = np.where(s2 > 1e-9, np.clip(along / np.where(s2 > 1e-9, s2, 1.0), 0.0, 1.0), 0.0)
-    miss = rel[:, None, :] - shift * t[..., None]
-    return np.hypot(miss[..., 0], miss[..., 1])
+    it; the cube moves by ``disp`` (P, S, 2) at ``time`` (P, S) (:func:`_ways`, straight between them) while the
+    other one goes on at each of ``others`` (P, V, 2)."""
+    gap = rel[:, None, None, :] + others[:, :, None, :] * time[:, None, :, None] - disp[:, None, :, :]  # (P,V,S,2)
+    a, ab = gap[..., :-1, :], np.diff(gap, axis=-2)
+    ab2 = (ab * ab).sum(axis=-1)
+    t = np.clip(-(a * ab).sum(axis=-1) / np.maximum(ab2, 1e-12), 0.0, 1.0)
+    miss = a + ab * t[..., None]
+    return np.hypot(miss[..., 0], miss[..., 1]).min(axis=-1)
+
+
+def _entry(rel: np.ndarray, disp: np.ndarray, travelled: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """(P,) how far a cube travels along its way (``disp``, ``travelled`` of :func:`_ways`) before it enters the
+    disc of radius ``need`` round a standing cube at ``rel`` from it (inf: never; 0: it is inside already)."""
+    a = disp[:, :-1] - rel[:, None]                      # (P, S - 1, 2) the cube seen from the other one
+    ab = np.diff(disp, axis=1)
+    qa = (ab * ab).sum(axis=-1)
+    qb = 2.0 * (a * ab).sum(axis=-1)
+    qc = (a * a).sum(axis=-1) - need[:, None] ** 2
+    disc = qb * qb - 4.0 * qa * qc
+    u = (-qb - np.sqrt(np.maximum(disc, 0.0))) / np.maximum(2.0 * qa, 1e-12)
+    hit = (qc > 0.0) & (disc >= 0.0) & (qa > 1e-12) & (u >= 0.0) & (u <= 1.0)
+    at = np.where(hit, travelled[:, :-1] + u * np.diff(travelled, axis=1), np.inf).min(axis=1)
+    return np.where(qc[:, 0] <= 0.0, 0.0, at)
 
 
 def _beyond_corner(a: float, cos_t: float, cut: float, back: bool = False) -> float:
