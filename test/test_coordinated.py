@@ -685,3 +685,29 @@ def test_a_cube_held_by_a_late_one_keeps_waiting_the_order_of_the_plan_is_kept()
         where[name] = tuple(np.interp(limit, sch.arcs[held], sch.paths[held][:, k]) for k in range(2))
     assert planner.plans == 1
     assert conflict - 2.5 <= limits[-1] <= conflict + 0.5 and max(limits) == limits[-1]
+
+
+def test_a_late_tick_still_counts_the_command_sent_at_the_tick_before_as_under_way():
+    # a host ticking later than a command's duration: the command model says the last command has run out (the
+    # velocity planners see the cube standing), but over the radio it may reach the cube only now and run its
+    # whole duration. `coordinated` reckoned with nothing under way there (a crowd under `loaded`)
+    at_start, at_goal = SIDE_BY_SIDE
+    controller, now = _controller(at_start, at_goal)
+    seen = []
+    step = controller.planner.step
+
+    def spy(state, dt):
+        seen.append(state)
+        return step(state, dt)
+
+    controller.planner.step = spy
+    while not any(c.motor is not None and c.motor[:2] != (0, 0) for c in _tick(controller, now, at_start).values()):
+        assert now[0] < 5.0, 'nobody was sent on its way'
+    sent = {c: controller.last_cmd[i].copy() for i, c in enumerate(controller.settings.cubes)}
+    now[0] += controller.settings.command_duration_ms / 1000.0     # the next tick comes after the command's end
+    _tick(controller, now, at_start)
+    state = seen[-1]
+    moving = [i for i, c in enumerate(controller.settings.cubes) if sent[c].sum() != 0]
+    assert moving and np.all(np.hypot(*state.vel[moving].T) == 0.0)        # run out in the command model
+    expected = [abs(sent[controller.settings.cubes[i]].sum()) * 0.5 * controller.handle.k for i in moving]
+    assert state.sent[moving] == pytest.approx(expected) and min(expected) > 0.0

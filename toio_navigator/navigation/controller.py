@@ -627,7 +627,8 @@ class SwarmController:
             state = SwarmState(pos=pos, vel=vel, heading=th, radius=self.settings.body_radius + self.frozen_extra,
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
-                               command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now))
+                               command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now),
+                               sent=np.abs(self.last_cmd.sum(axis=1)) * (0.5 * self.handle.k))
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             if res.backward is not None:

@@ -29,6 +29,8 @@ class SwarmState:
     latency: float = 0.0            # s from this state to a command taking effect (0: ideal discs, the benchmark)
     age: np.ndarray | None = None   # (N,) s since each state was measured (None: fresh)
     command_s: float = 0.0          # s a wheel command runs on by itself unless a newer one replaces it
+    sent: np.ndarray | None = None  # (N,) u/s: the speed of the last wheel command sent to each cube, run out or
+                                    # not (a late tick comes after its end, but it may reach the cube only now)
     elapsed: float | None = None    # s since the planner's last tick (None: the step's dt); a busy host ticks
                                     # late: a planner that keeps time (how long a command runs, a cube stands)
                                     # reads this, while dt stays the control period a velocity is planned for

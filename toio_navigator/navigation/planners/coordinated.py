@@ -211,9 +211,11 @@ class CoordinatedPlanner:
         out = hold
         if closed:
             # commands still on their way or running: the fastest of those sent within a latency + a duration
-            # (state.vel: the wheels' speed of the command sent last tick)
+            # (state.sent: the speed of the command sent last tick; state.vel is 0 once its duration is over, which
+            # on a host ticking late comes before the next tick, while that command may still be on its way)
             window = p.link_latency + state.command_s
-            self._sent.append((self.clock - dt, np.hypot(*np.asarray(state.vel, float).T)))
+            last = state.sent if state.sent is not None else np.hypot(*np.asarray(state.vel, float).T)
+            self._sent.append((self.clock - dt, np.asarray(last, float)))
             self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
             # (none after a stall longer than that window: whatever was sent before it has run out)
             running = np.max([v for _t, v in self._sent], axis=0) if self._sent else np.zeros(n)
