@@ -620,6 +620,7 @@ class CoordinatedPlanner:
         way = _ways(*(w[k] for w in ways), running[k], speed[k], run, p.steer_time)
         closest = _closest_approach(rel, *way[:2], others)                                      # (P, 3)
         closes = (closest < need[:, None]) & (closest < d[:, None] - 1e-6)                     # (P, 3)
+        entry = _entry(rel, way[0], way[2], need)                                               # (P,)
         slowed = np.zeros(len(idx), bool)
         slowed[k[closes.any(axis=1)]] = True
         out = speed.copy()
@@ -627,18 +628,17 @@ class CoordinatedPlanner:
             i = k[e]
             if out[i] <= 0.0:
                 continue
-            one = slice(e, e + 1)
             if out[i] < speed[i]:          # slowed by an earlier pair: is this one still closing in?
+                one = slice(e, e + 1)
                 way_e = _ways(*(w[i:i + 1] for w in ways), running[i:i + 1], out[i:i + 1], run, p.steer_time)
                 closest[e] = _closest_approach(rel[one], *way_e[:2], others[one])[0]
                 closes[e] = (closest[e] < need[e]) & (closest[e] < d[e] - 1e-6)
-            else:
-                way_e = tuple(w[one] for w in way)
+                entry[e] = _entry(rel[one], way_e[0], way_e[2], need[one])[0]
             closing = closes[e]
             if closing.any():
                 # standing: up to where its way enters that disc; moving: the disc's distance from here
-                entry = _entry(rel[one], way_e[0], way_e[2], need[one])[0] if closing[0] else math.inf
-                room = max(0.0, min(entry, float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
+                room = max(0.0, min(float(entry[e]) if closing[0] else math.inf,
+                                    float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
                 cap = max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run)))
                 # slower than the wheels' dead zone is no slower: CubeHandle shifts such a command out of it, and
                 # the cube creeps at min_speed (a cube near its goal crept into a neighbour that way)
