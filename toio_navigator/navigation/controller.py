@@ -430,9 +430,10 @@ class SwarmController:
         th = np.where(seen, pose[:, 2], 0.0)
         # velocities from the command model (the reference's entity velocities); not for stopped cubes
         running = ok & (now < self.last_cmd_until)
-        spd_l = np.where(running, self.last_cmd[:, 0], 0.0) * hp.k
-        spd_r = np.where(running, self.last_cmd[:, 1], 0.0) * hp.k
+        wheels = self.last_cmd * hp.k                  # u/s of each wheel under the last command sent
+        spd_l, spd_r = np.where(running[:, None], wheels, 0.0).T
         spd = 0.5 * (spd_l + spd_r)
+        sent = np.abs(0.5 * wheels.sum(axis=1))        # its speed, run out or not (a late tick comes after its end)
         vel = np.column_stack([np.cos(th) * spd, np.sin(th) * spd])
         w = (spd_l - spd_r) / hp.wheel_track
         has_goal = np.array([g is not None for g in self.goals])
@@ -454,7 +455,7 @@ class SwarmController:
             vel = np.column_stack([np.cos(pth) * spd, np.sin(pth) * spd])
         else:
             ent_pos, ent_th = pos, th
-        waypoint, limit, ratio, collision, backward = self._plan(ent_pos, ent_th, spd, vel, w, goal_xy, cap, away,
+        waypoint, limit, ratio, collision, backward = self._plan(ent_pos, ent_th, spd, vel, w, sent, goal_xy, cap, away,
                                                                  active, ok, age, now)
         real_goal = np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, pos)], dtype=float)
         at_goal = np.hypot(real_goal[:, 0] - pos[:, 0], real_goal[:, 1] - pos[:, 1]) <= tol
@@ -602,7 +603,7 @@ class SwarmController:
             return 1.0 / self.settings.rate_hz
         return min(gap, self.settings.stale_timeout_s)
 
-    def _plan(self, pos, th, spd, vel, w, goal_xy, cap, away, active, ok, age, now):
+    def _plan(self, pos, th, spd, vel, w, sent, goal_xy, cap, away, active, ok, age, now):
         """Waypoints (N, 2), speed limits (N,) in motor units, speed ratios (N,), collision flags (N,), and which
         cubes drive backwards (N,)."""
         n = pos.shape[0]
@@ -628,7 +629,7 @@ class SwarmController:
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
                                command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now),
-                               sent=np.abs(self.last_cmd.sum(axis=1)) * (0.5 * self.handle.k))
+                               sent=sent)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             if res.backward is not None:

@@ -615,12 +615,12 @@ class CoordinatedPlanner:
         moves = np.hypot(others[..., 0], others[..., 1]) > 1e-9                                 # (P, 3)
         rel = pos[o] - pos[q]
         need = radius[q] + radius[o] + p.apart
-        # every pair at once at the speeds given; a cube with a pair that closes in is slowed pair after pair,
-        # each pair looked at again at the speed the pairs before left it
-        way = _ways(*(w[k] for w in ways), running[k], speed[k], run, p.steer_time)
-        closest = _closest_approach(rel, *way[:2], others)                                      # (P, 3)
+        # every pair at once at the speeds given (each cube's way once, shared by its pairs); a cube with a pair
+        # that closes in is slowed pair after pair, each pair looked at again at the speed the pairs before left it
+        disp, time, travelled = (w[k] for w in _ways(*ways, running, speed, run, p.steer_time))
+        closest = _closest_approach(rel, disp, time, others)                                    # (P, 3)
         closes = (closest < need[:, None]) & (closest < d[:, None] - 1e-6)                     # (P, 3)
-        entry = _entry(rel, way[0], way[2], need)                                               # (P,)
+        entry = _entry(rel, disp, travelled, need)                                              # (P,)
         slowed = np.zeros(len(idx), bool)
         slowed[k[closes.any(axis=1)]] = True
         out = speed.copy()
