@@ -380,9 +380,37 @@ def test_a_follower_may_not_close_in_on_its_leader_before_the_leader_has_gone_on
     # the follower may move only as far as keeps the pair distance to the leader's way ahead
     gap = starts[leader, 0] - starts[follower, 0] - limit[follower]
     assert gap < 34.0 + 2.5 and limit[follower] < ex.ends[follower]
+    # a leader counted on to go on by 10 u (its commands under way all drive it on): the follower may follow
+    # 10 u closer behind, and it counts nowhere beyond the end of the leader's path
+    onward = np.zeros(2)
+    onward[leader] = 10.0
+    assert ex.limits(pos, np.full(2, 200.0), onward)[follower] == pytest.approx(limit[follower] + 10.0, abs=2.0)
+    onward[leader] = 1e3
+    ex.limits(pos, np.full(2, 200.0), onward)
+    assert ex.onward[leader] == pytest.approx(ex.ends[leader] - ex.progress[leader])
     ex.progress[leader] = ex.ends[leader]                      # the leader is where it was going
     pos[leader] = graph.points[graph.V + leader]
     assert ex.limits(pos, np.full(2, 400.0))[follower] == pytest.approx(ex.ends[follower])
+
+
+def test_a_cube_is_counted_on_to_go_on_only_while_every_command_under_way_drives_it_and_it_moves():
+    planner = make_planner('coordinated')
+    paths = [np.array([[0.0, 100.0 * k], [300.0, 100.0 * k]]) for k in range(4)]
+    arcs = [np.array([0.0, 300.0])] * 4
+    ex = Execution(schedule.Schedule(vertices=[[0, 1]] * 4, paths=paths, arcs=arcs, gates=[[[], []]] * 4))
+    window = 0.31                                  # a link latency + a command's duration
+    ex.progress[:] = [40.0, 10.0, 40.0, 40.0]
+    planner.clock = 1.0
+    planner.last = dict(execution=ex, limit=np.array([200.0, 200.0, 200.0, 45.0]))
+    # commands at 100 u/s to each cube over the window, but one of them to cube 2 was a stop
+    planner._sent = [(1.0 - t, np.array([100.0, 100.0, 0.0 if t == 0.2 else 100.0, 100.0]))
+                     for t in (0.3, 0.2, 0.1)]
+    planner._moved = [(0.7, np.zeros(4))]          # where they were along their paths 0.3 s ago
+    onward = planner._onward(ex, np.arange(4), window)
+    # 0.3 s at 100 u/s; cube 1 was told to move 30 u meanwhile but moved 10 (stuck, or out of reach); cube 3 up
+    # to its limit
+    assert onward == pytest.approx([100.0 * planner.params.onward_time, 0.0, 0.0, 5.0])
+    assert planner._onward(Execution(ex.schedule), np.arange(4), window).tolist() == [0.0] * 4   # a new plan
 
 
 def test_a_cube_that_cuts_a_sharp_corner_onto_its_next_segment_counts_as_past_the_corner():

@@ -11,10 +11,13 @@ standing at a vertex when it has gone on beyond it by ``release``.
 
 Limits only grow while the other cubes progress, so a cube that keeps within its limit stays clear of every cube
 whose way conflicts with its own, however late its commands take effect: the planner drives it so that it can
-always stop before its limit. The order of the schedule is kept as it is: a cube held by a late one waits (letting
-it go first where the late one was still far from their crossing made the swarm slower: docs/trial.md). A cube
-that ran past its limit (a late host) stands already too near a way it waits for: ``overran``;
-:meth:`Execution.clear_behind` says how far back along its path it stands clear again.
+always stop before its limit. A cube may also be counted on to get further than its progress (``onward``: every
+command still under way drives it on); the gates on it then measure its way from there, and a cube that slows
+after all takes that back (the pair distance's margin and the planner's safety layer take it). The order of the
+schedule is kept as it is: a cube held by a late one waits (letting it go first where the late one was still far
+from their crossing made the swarm slower: docs/trial.md). A cube that ran past its limit (a late host) stands
+already too near a way it waits for: ``overran``; :meth:`Execution.clear_behind` says how far back along its path
+it stands clear again.
 """
 from __future__ import annotations
 
@@ -59,7 +62,9 @@ class Execution:
         self.last_pos: np.ndarray | None = None
         self.binding: list[tuple[int, int] | None] = [None] * schedule.n
         self.overran = np.zeros(schedule.n, bool)      # the point of its progress is too near a live gate's way
-        self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (progress, way)
+        self.onward = np.zeros(schedule.n)           # how far beyond its progress each cube is counted on to get
+        self._shift = np.zeros((schedule.n, 2))      # where that moves its measured position
+        self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (start, way)
 
     @property
     def ends(self) -> np.ndarray:
@@ -112,31 +117,41 @@ class Execution:
     def waiting(self, j: int, reach: float, leave: bool) -> bool:
         """Is a gate on cube j still to be passed: j has not come within ``release`` of the vertex at arc
         ``reach``, or (``leave``) has not gone on beyond it by ``release`` (measurement noise moves progress on
-        by a little where a cube stands) or half of its next segment if that is shorter?"""
+        by a little where a cube stands) or half of its next segment if that is shorter? (Its progress counts
+        with how far it is counted on to get: ``onward``.)"""
+        s = float(self.progress[j] + self.onward[j])
         if leave:
             # gone on by release, or half way along a shorter next segment (a goal just beside the vertex)
             arcs = self.schedule.arcs[j]
-            if self.progress[j] >= arcs[-1] - self.release and arcs[-1] > reach:
+            if s >= arcs[-1] - self.release and arcs[-1] > reach:
                 return False                    # it has gone on to the end of its path (a goal beside the vertex)
             k = min(int(arcs.searchsorted(reach + 1e-6)), len(arcs) - 1)
-            return self.progress[j] <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
-        return self.progress[j] < reach - self.release
+            return s <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
+        return s < reach - self.release
 
     def _foot(self, j: int, reach: float) -> np.ndarray:
-        """Cube j's way from its progress to arc length ``reach`` (kept while its progress stays: many gates of
-        other cubes ask for the same way in one tick)."""
-        s = float(self.progress[j])
+        """Cube j's way from its progress (and ``onward``) to arc length ``reach`` (kept while that start stays:
+        many gates of other cubes ask for the same way in one tick)."""
+        s = float(self.progress[j] + self.onward[j])
         kept = self._feet.get((j, reach))
         if kept is None or kept[0] != s:
             kept = (s, sub_path(self.schedule.paths[j], self.schedule.arcs[j], s, reach))
             self._feet[(j, reach)] = kept
         return kept[1]
 
-    def limits(self, pos: np.ndarray, horizon: np.ndarray) -> np.ndarray:
+    def limits(self, pos: np.ndarray, horizon: np.ndarray, onward: np.ndarray | None = None) -> np.ndarray:
         """How far along its path each cube may go now (arc length), looking ``horizon`` (N,) beyond its
-        progress. ``binding[i]``: (segment, cube) of the gate that holds cube i, or None. The first segment with
-        live gates of every cube is measured in one batch (it holds most held cubes); the rest cube by cube."""
+        progress. ``onward`` (N,): how far beyond its progress each cube is counted on to get (default: nowhere);
+        the gates on it measure its way, and its measured position, from there. ``binding[i]``: (segment, cube)
+        of the gate that holds cube i, or None. The first segment with live gates of every cube is measured in
+        one batch (it holds most held cubes); the rest cube by cube."""
         sch = self.schedule
+        self.onward = np.zeros(sch.n) if onward is None else np.clip(onward, 0.0, self.ends - self.progress)
+        self._shift[:] = 0.0
+        for j in np.nonzero(self.onward > 0.0)[0]:
+            s = float(self.progress[j])
+            self._shift[j] = (point_at(sch.paths[j], sch.arcs[j], s + float(self.onward[j]))
+                              - point_at(sch.paths[j], sch.arcs[j], s))
         out = self.progress.copy()
         self.binding: list[tuple[int, int] | None] = [None] * sch.n
         self.overran = np.zeros(sch.n, bool)
@@ -261,7 +276,7 @@ class Execution:
         r, c = row[is_seg], col[is_seg]
         bad[is_seg] = point_segment_distance(pts[r], ends_a[c], ends_b[c]) < np.array(seg_limit)[c]
         r, c = row[~is_seg], col[~is_seg] - n_seg
-        there = pos[np.array(at)][c]
+        there = (pos + self._shift)[np.array(at)][c]
         bad[~is_seg] = np.hypot(pts[r, 0] - there[:, 0], pts[r, 1] - there[:, 1]) < np.array(at_limit)[c]
         out: list = [None] * len(jobs)
         if not bad.any():

@@ -65,6 +65,13 @@ class CoordinatedParams:
                                   # the pair distance's margin takes it); with them cubes stopped and went at every
                                   # limit. The safety layer keeps them all
     motor_lag: float = 0.05       # s the wheels run on after a stop
+    onward_time: float = 0.3      # s a real cube whose commands still under way all drive it at v or more (and
+                                  # that is seen to move) is counted on to go on at v, at most to its limit: the
+                                  # gates of cubes waiting for it measure its way from there, so they set off as it
+                                  # is about to pass, not a measurement and a link latency after it has passed. Less
+                                  # than a waiting cube needs to reach that way (the pair distance at full speed,
+                                  # 0.28 s, + its command's latency): with 0.45 s cubes raced into each other
+                                  # (docs/trial.md); 0: from where it was measured
     stop_margin: float = 1.0      # u a real cube keeps before its limit (the pair distance has the margins)
     lookahead: float = 60.0       # u: waypoint distance along the path (CubeHandle runs full speed beyond ~40)
     corner_cut: float = 4.0       # u a waypoint round a corner lets a cube cut it by ...
@@ -158,6 +165,7 @@ class CoordinatedPlanner:
         self.since_progress = 0.0
         self.last: dict = {}
         self._sent: list[tuple[float, np.ndarray]] = []   # (clock, speed limits) of the recent ticks
+        self._moved: list[tuple[float, np.ndarray]] = []  # (clock, progress along the plan's paths) of those ticks
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
         self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
         self._blockers: set[int] = set()      # cubes for which the safety layer stopped another one last tick
@@ -206,17 +214,18 @@ class CoordinatedPlanner:
             self._again(f'cube{int(idx[np.argmax(ex.deviation)])} {ex.deviation.max():.0f} u off its path')
             return hold
         horizon = vmax * react + p.lookahead
-        limit = ex.limits(pos[idx], horizon)
-        self._watch_progress(ex, dt)
-        out = hold
         if closed:
-            # commands still on their way or running: the fastest of those sent within a latency + a duration
-            # (state.sent: the speed of the command sent last tick; state.vel is 0 once its duration is over, which
-            # on a host ticking late comes before the next tick, while that command may still be on its way)
+            # commands still on their way or running: those sent within a latency + a duration (state.sent: the
+            # speed of the command sent last tick; state.vel is 0 once its duration is over, which on a host
+            # ticking late comes before the next tick, while that command may still be on its way)
             window = p.link_latency + state.command_s
             last = state.sent if state.sent is not None else np.hypot(*np.asarray(state.vel, float).T)
             self._sent.append((self.clock - dt, np.asarray(last, float)))
             self._sent = [(t, v) for t, v in self._sent if self.clock - t < window + 1e-9]
+        limit = ex.limits(pos[idx], horizon, self._onward(ex, idx, window) if closed else None)
+        self._watch_progress(ex, dt)
+        out = hold
+        if closed:
             # (none after a stall longer than that window: whatever was sent before it has run out)
             running = np.max([v for _t, v in self._sent], axis=0) if self._sent else np.zeros(n)
             heading = np.asarray(state.heading, float)[idx]
@@ -253,8 +262,27 @@ class CoordinatedPlanner:
                 out.velocity[i] = (target - pos[i]) / dt
                 out.waypoint[i] = point_at(ex.schedule.paths[k], ex.schedule.arcs[k], float(limit[k]))
             out.speed_limit[idx] = np.hypot(*out.velocity[idx].T)
-        self.last = dict(progress=ex.progress.copy(), limit=limit, agents=idx, why=list(getattr(self, 'why', [])))
+        self.last = dict(execution=ex, progress=ex.progress.copy(), limit=limit, agents=idx,
+                         why=list(getattr(self, 'why', [])))
         return out
+
+    def _onward(self, ex: Execution, idx: np.ndarray, window: float) -> np.ndarray:
+        """How far beyond its progress each cube of ``ex`` is counted on to get: ``onward_time`` at the slowest
+        command still under way (all of them drive it on), not beyond the limit it was given last tick, and
+        only while it was measured to move along its path at least half as far as those commands drove it (a
+        cube that does not move, stuck or out of reach, is not counted on)."""
+        p = self.params
+        if self.last.get('execution') is not ex:
+            self._moved = []                  # a new plan: nobody is under way along it yet
+        self._moved = [(t, s) for t, s in self._moved if self.clock - t < window + 1e-9]
+        self._moved.append((self.clock, ex.progress.copy()))
+        if len(self._moved) < 2:
+            return np.zeros(len(idx))
+        slowest = np.min([v for _t, v in self._sent], axis=0)[idx]
+        since, then = self._moved[0]
+        moving = ex.progress - then >= 0.5 * slowest * (self.clock - since)
+        return np.clip(np.where(moving, np.minimum(slowest * p.onward_time, self.last['limit'] - ex.progress), 0.0),
+                       0.0, None)
 
     def waits(self) -> dict[int, list[int]]:
         """Which cubes each cube is waiting for now (diagnostics: who holds whom)."""
