@@ -437,7 +437,7 @@ def coordinated_section() -> list[str]:
         '   for. A cube that every command under way still drives on, and that is seen to move, counts as 0.3 s',
         '   further along at the slowest of those commands: the cube waiting for it sets off as it is about to',
         '   pass, not a measurement and a link latency after it has passed (the 20 % crowds 0.7 s sooner under',
-        '   `ble`, 2.1 s under `loaded`). 0.3 s is less than a waiting cube needs to reach that way (D at full',
+        '   `ble`, 2.0 s under `loaded`). 0.3 s is less than a waiting cube needs to reach that way (D at full',
         '   speed, 0.28 s, + its command\'s latency); with 0.45 s cubes raced into each other.',
         '   The order is kept even when the cube waited for is late: letting the held cube go first where',
         '   the late one was still far from their crossing (when that could close no cycle) made the swarm',

@@ -276,7 +276,7 @@ class CoordinatedPlanner:
             self._moved = []                  # a new plan: nobody is under way along it yet
         self._moved = [(t, s) for t, s in self._moved if self.clock - t < window + 1e-9]
         self._moved.append((self.clock, ex.progress.copy()))
-        if len(self._moved) < 2:
+        if len(self._moved) < 2 or not self._sent:
             return np.zeros(len(idx))
         slowest = np.min([v for _t, v in self._sent], axis=0)[idx]
         since, then = self._moved[0]
