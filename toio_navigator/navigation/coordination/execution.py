@@ -63,7 +63,7 @@ class Execution:
         self.binding: list[tuple[int, int] | None] = [None] * schedule.n
         self.overran = np.zeros(schedule.n, bool)      # the point of its progress is too near a live gate's way
         self.onward = np.zeros(schedule.n)           # how far beyond its progress each cube is counted on to get
-        self._shift = np.zeros((schedule.n, 2))      # where that moves its measured position
+        self._shifts: dict[int, np.ndarray] = {}     # where that moves a cube's measured position (this tick)
         self._feet: dict[tuple[int, float], tuple[float, np.ndarray]] = {}    # (j, reach) -> (start, way)
 
     @property
@@ -129,6 +129,19 @@ class Execution:
             return s <= reach + min(self.release, 0.5 * max(float(arcs[k]) - reach, 0.0))
         return s < reach - self.release
 
+    def _shift(self, j: int) -> np.ndarray:
+        """Where ``onward`` moves cube j's measured position: from the point of its progress to the point that far
+        along its path (computed once a tick, for the cubes that gates wait for)."""
+        out = self._shifts.get(j)
+        if out is None:
+            out = np.zeros(2)
+            if self.onward[j] > 0.0:
+                sch, s = self.schedule, float(self.progress[j])
+                out = (point_at(sch.paths[j], sch.arcs[j], s + float(self.onward[j]))
+                       - point_at(sch.paths[j], sch.arcs[j], s))
+            self._shifts[j] = out
+        return out
+
     def _foot(self, j: int, reach: float) -> np.ndarray:
         """Cube j's way from its progress (and ``onward``) to arc length ``reach`` (kept while that start stays:
         many gates of other cubes ask for the same way in one tick)."""
@@ -147,11 +160,7 @@ class Execution:
         one batch (it holds most held cubes); the rest cube by cube."""
         sch = self.schedule
         self.onward = np.zeros(sch.n) if onward is None else np.clip(onward, 0.0, self.ends - self.progress)
-        self._shift[:] = 0.0
-        for j in np.nonzero(self.onward > 0.0)[0]:
-            s = float(self.progress[j])
-            self._shift[j] = (point_at(sch.paths[j], sch.arcs[j], s + float(self.onward[j]))
-                              - point_at(sch.paths[j], sch.arcs[j], s))
+        self._shifts = {}
         out = self.progress.copy()
         self.binding: list[tuple[int, int] | None] = [None] * sch.n
         self.overran = np.zeros(sch.n, bool)
@@ -276,7 +285,7 @@ class Execution:
         r, c = row[is_seg], col[is_seg]
         bad[is_seg] = point_segment_distance(pts[r], ends_a[c], ends_b[c]) < np.array(seg_limit)[c]
         r, c = row[~is_seg], col[~is_seg] - n_seg
-        there = (pos + self._shift)[np.array(at)][c]
+        there = (pos[np.array(at)] + np.array([self._shift(j) for j in at]).reshape(-1, 2))[c]
         bad[~is_seg] = np.hypot(pts[r, 0] - there[:, 0], pts[r, 1] - there[:, 1]) < np.array(at_limit)[c]
         out: list = [None] * len(jobs)
         if not bad.any():
