@@ -9,7 +9,8 @@ Layers, each in ``navigation/coordination``:
   a step first, as it stops to turn on the spot); where that plan is long for few cubes, priority-based search may
   find a shorter one (a pair takes the long way round a corridor); the most promising plan is shortened by
   planning each cube again around the others (``prioritized.shorten``), then groups of cubes together
-  (``prioritized.improve``);
+  (``prioritized.improve``); for real cubes a plan with far more steps than the longest route is made again with
+  other seeds, and the one with fewer steps kept (``long_plan``);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
@@ -43,6 +44,7 @@ from toio_navigator.navigation.planners.common import pairs_within
 
 UNSEEN = -1e3        # positions below this are the controller's "never seen" placeholder
 WALL_CHECKS = np.linspace(0.0, 1.0, 6)   # fractions of a cube's way ahead checked against the walls
+REMAKE_SEEDS = 100_000   # seeds of a plan made again start this far from the first one's (which is kept as it was)
 WAY_SEGMENTS = (4, 6)     # straight pieces of a cube's way in the safety layer: before its new command takes effect,
                           # and under it
 
@@ -131,6 +133,13 @@ class CoordinatedParams:
     lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
                                   # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
+    long_plan: float = 2.2        # real cubes: a plan with more steps than this many times the longest shortest
+                                  # route (in lattice edges) is made again with other seeds (the 20 % crowds'
+                                  # plans, made from nearly the same positions, took 15 to 34 steps, and those
+                                  # over 26 steps 19.8-29.5 s) ...
+    remakes: int = 3              # ... at most this many times, until one is not long; the plan with the fewest
+                                  # steps is kept (then the lower estimate). Each costs a plan's CPU again (20-30 s
+                                  # for a 20 % crowd here); once with 2.5 the crowds under loaded took 19.0 s, not 18.3
 
 
 class CoordinatedPlanner:
@@ -342,7 +351,9 @@ class CoordinatedPlanner:
 
     def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int):
         """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
-        made before (the searches' seed)."""
+        made before (the searches' seed). For real cubes, a plan with more than ``long_plan`` times as many steps
+        as the longest shortest route is made again with other seeds, up to ``remakes`` times, and the one with
+        the fewest steps kept (then the lower estimate)."""
         p = self.params
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
@@ -356,34 +367,50 @@ class CoordinatedPlanner:
         others = np.nonzero(~active & np.all(pos > UNSEEN, axis=1))[0]
         graph = CoordinationGraph(lattice, pos[idx], goals, distance, pos[others],
                                   distance + radius[others] - r)
+        speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
+            float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
+        best = self._best_plan(graph, closed, self.seed + number, (speed, turn, wait))
+        if closed:
+            route = max(graph.route(k, graph.V + graph.N + k) for k in range(graph.N)) / lattice.spacing
+            for again in range(1, p.remakes + 1):
+                if len(best[3].configs) - 1 <= p.long_plan * route:
+                    break
+                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again,
+                                        (speed, turn, wait))
+                best = min(best, other, key=lambda o: (o[0], len(o[3].configs), o[1]))
+        _incomplete, _estimate, sch, plan = best
+        return graph, plan, idx, sch
+
+    def _best_plan(self, graph: CoordinationGraph, closed: bool, seed: int, model: tuple[float, float, float]):
+        """(incomplete, estimate, schedule, plan) of the most promising plan searched with ``seed``; ``model``:
+        the estimate's speed, time per half turn and time per wait."""
+        p = self.params
         start = [graph.V + graph.N + k for k in range(graph.N)]
         # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
         tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
         plans = []
         turn_limit = p.turn_step if closed else None
         for k in range(tries):
-            rng = np.random.default_rng(self.seed + number + 1000 * (k // 2))
+            rng = np.random.default_rng(seed + 1000 * (k // 2))
             plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
                                       keep_right=p.keep_right * (k % 2), turn_limit=turn_limit))
         if closed and not any(plan.complete for plan in plans):
-            rng = np.random.default_rng(self.seed + number)
+            rng = np.random.default_rng(seed)
             plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit))
         if graph.N <= p.pbs_agents:
             other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
             if other is not None:
                 plans.append(other)
-        speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
-            float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
 
         def option(candidate: lacam.Plan) -> tuple:
             sch = schedule.build(graph, candidate, p.straight)
-            estimate = schedule.duration(sch, speed, turn, wait, closed and p.backward)
+            estimate = schedule.duration(sch, *model, closed and p.backward)
             return not candidate.complete, estimate, sch, candidate
 
         options = sorted((option(lacam.without_detours(graph, candidate)) for candidate in plans),
                          key=lambda o: o[:2])
         # the most promising plan(s), shortened one cube at a time (a cube not reaching its target keeps its path)
-        rng = np.random.default_rng(self.seed + number)
+        rng = np.random.default_rng(seed)
         # (each stage a candidate of its own: the estimate does not always fall with the sum of arrival steps)
         for o in options[:p.shorten]:
             shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
@@ -393,8 +420,7 @@ class CoordinatedPlanner:
                 options.append(option(lacam.without_detours(graph, prioritized.improve(
                     graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget,
                     p.lns_moves * graph.N))))
-        _incomplete, _estimate, sch, plan = min(options, key=lambda o: o[:2])
-        return graph, plan, idx, sch
+        return min(options, key=lambda o: o[:2])
 
     def _adopt(self, made: tuple, key: bytes, closed: bool) -> None:
         """Carry out a plan of :meth:`_plan_for` from now on."""
