@@ -138,7 +138,7 @@ class CoordinatedParams:
                                   # plans, made from nearly the same positions, took 15 to 34 steps, and those
                                   # over 26 steps 19.8-29.5 s) ...
     remakes: int = 3              # ... at most this many times, until one is not long; the plan with the fewest
-                                  # steps is kept (then the lower estimate). Each costs a plan's CPU again (20-30 s
+                                  # steps is kept (then the lower estimate). Each costs a plan's CPU again (15-25 s
                                   # for a 20 % crowd here); once with 2.5 the crowds under loaded took 19.0 s, not 18.3
 
 
