@@ -229,14 +229,18 @@ def test_the_schedule_has_no_overlaps_and_no_cycle_of_waits():
     assert sum(len(g) for gates in sch.gates for g in gates) > 0      # the two cubes do wait for each other
 
 
-def crowd_graph(seed: int, n: int = 20) -> tuple[CoordinationGraph, list[int]]:
+def crowd(seed: int, n: int = 20) -> tuple[Lattice, np.ndarray, np.ndarray]:
     """n cubes placed at random on a 400-unit square (80 vertices), each going to another's start (real-cube
-    spacing)."""
+    spacing): (lattice, starts, goals)."""
     rng = np.random.default_rng(seed)
     lat = Lattice.build((40.0, 40.0, 460.0, 460.0), 46.0 / ROW, np.zeros((0, 5)), R + 7.0)
     picks = rng.choice(lat.size, 2 * n, replace=False)
-    starts, goals = lat.points[picks[:n]] + rng.uniform(-3, 3, (n, 2)), lat.points[picks[n:]]
-    graph = CoordinationGraph(lat, starts, goals, 46.0)
+    return lat, lat.points[picks[:n]] + rng.uniform(-3, 3, (n, 2)), lat.points[picks[n:]]
+
+
+def crowd_graph(seed: int, n: int = 20) -> tuple[CoordinationGraph, list[int]]:
+    """The cubes of :func:`crowd` as a coordination graph, and their start vertices."""
+    graph = CoordinationGraph(*crowd(seed, n), 46.0)
     return graph, [graph.V + graph.N + i for i in range(graph.N)]
 
 
@@ -322,13 +326,10 @@ def test_planning_groups_again_stops_when_its_moves_in_all_are_spent(monkeypatch
 
 
 def crowd_state(seed: int, n: int = 20) -> SimpleNamespace:
-    """The cubes of :func:`crowd_graph` as the planner's input."""
-    rng = np.random.default_rng(seed)
-    lat = Lattice.build((40.0, 40.0, 460.0, 460.0), 46.0 / ROW, np.zeros((0, 5)), R + 7.0)
-    picks = rng.choice(lat.size, 2 * n, replace=False)
-    return SimpleNamespace(pos=lat.points[picks[:n]] + rng.uniform(-3, 3, (n, 2)), goal=lat.points[picks[n:]],
-                           radius=np.full(n, R), walls=np.zeros((0, 5)), bounds=(0.0, 0.0, 500.0, 500.0),
-                           max_speed=np.full(n, 165.0))
+    """The cubes of :func:`crowd` as the planner's input."""
+    _lattice, starts, goals = crowd(seed, n)
+    return SimpleNamespace(pos=starts, goal=goals, radius=np.full(n, R), walls=np.zeros((0, 5)),
+                           bounds=(0.0, 0.0, 500.0, 500.0), max_speed=np.full(n, 165.0))
 
 
 @pytest.mark.parametrize('seed, remade_is_shorter', [(13, True), (2, False)])

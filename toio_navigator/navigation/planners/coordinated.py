@@ -367,16 +367,15 @@ class CoordinatedPlanner:
         others = np.nonzero(~active & np.all(pos > UNSEEN, axis=1))[0]
         graph = CoordinationGraph(lattice, pos[idx], goals, distance, pos[others],
                                   distance + radius[others] - r)
-        speed, turn, wait = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
+        model = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
             float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
-        best = self._best_plan(graph, closed, self.seed + number, (speed, turn, wait))
+        best = self._best_plan(graph, closed, self.seed + number, model)
         if closed:
             route = max(graph.route(k, graph.V + graph.N + k) for k in range(graph.N)) / lattice.spacing
             for again in range(1, p.remakes + 1):
                 if len(best[3].configs) - 1 <= p.long_plan * route:
                     break
-                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again,
-                                        (speed, turn, wait))
+                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model)
                 best = min(best, other, key=lambda o: (o[0], len(o[3].configs), o[1]))
         _incomplete, _estimate, sch, plan = best
         return graph, plan, idx, sch
