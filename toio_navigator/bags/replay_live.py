@@ -4,6 +4,7 @@ sees each state at a slightly different time, so only a match within a margin is
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -107,10 +108,16 @@ def compare_live(rec, live: dict, tol: dict, rate: float, window_s: float = 0.1)
             report.notes.append(f'the navigator published no /{c}/nav_result')
     firsts = [min((s.stamp_ns for s in rec.states if s.cube == c), default=None) for c in rec.cubes]
     ready = max((f for f in firsts if f is not None), default=0) + 200_000_000   # the navigator has every cube
+    # the live navigator may get its first states later than the recorded one did (states are best effort, and a
+    # busy machine drops some while discovery settles): until it has published a NavResult built on a state of
+    # every cube, its outputs answer other inputs than the recorded ones (a cube without a state is far away)
+    seen = [min((at for at, m in live.get(c) or [] if m.state_stamp.sec or m.state_stamp.nanosec), default=math.inf)
+            for c, first in zip(rec.cubes, firsts) if first is not None]
+    live_ready = max(seen, default=0.0)
     skipped = 0
     for tick in rec.ticks:
         t = (tick.stamp_ns - rec.start_ns) / 1e9
-        if tick.stamp_ns < ready:
+        if tick.stamp_ns < ready or t / rate < live_ready:
             skipped += 1
             continue
         report.ticks += 1
