@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -33,6 +34,7 @@ from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
 from toio_navigator.navigation.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
+from toio_navigator.navigation.planners.coordinated import CoordinatedParams  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
@@ -379,6 +381,10 @@ def planners_section() -> list[str]:
 
 
 def coordinated_section() -> list[str]:
+    """How `coordinated` works; every number that is one of its parameters is read from CoordinatedParams."""
+    p = CoordinatedParams()
+    moves = (f'{p.shorten_moves}' if p.shorten_moves == p.lns_moves
+             else f'{p.shorten_moves} and {p.lns_moves}')
     return [
         f'### How `{COORDINATED}` works, and why these techniques',
         '',
@@ -404,7 +410,8 @@ def coordinated_section() -> list[str]:
         '   including the ones PIBT alone never finds: a pair swapping through a one-lane corridor has to go out,',
         '   let the others through and come back. PIBT here never lets a cube follow another round a cycle or',
         '   swap with it, and records the order in which the moves of each step must happen (a cube enters space',
-        '   another leaves only after it). For up to 20 cubes, when that plan is long, priority-based search (Ma et',
+        f'   another leaves only after it). For up to {p.pbs_agents} cubes, when that plan is long, '
+        'priority-based search (Ma et',
         '   al., AAAI 2019: branch on which of two conflicting cubes plans around the other, space-time A* per cube',
         '   taking the fewest turns among equally fast paths) often finds a shorter one. Detours that nobody',
         '   needed are removed: a step away and back, or round two sides of a lattice triangle instead of one.',
@@ -416,19 +423,23 @@ def coordinated_section() -> list[str]:
         '   cubes waiting, or pushed out of the way and back, for longer than anyone needed; so the most',
         '   promising plan is improved by large neighbourhood search (Li et al., IJCAI 2021). First one cube at',
         '   a time: its path is planned again by space-time A* around everyone else\'s (for real cubes with the',
-        '   same standing turns), and kept where it arrives sooner, or as soon in fewer moves. Then up to 300',
-        '   times a group of 4 cubes (at random, or a late cube with the cubes whose paths come nearest its own)',
+        '   same standing turns), and kept where it arrives sooner, or as soon in fewer moves. Then '
+        f'up to {p.lns_rounds}',
+        f'   times a group of {p.lns_size} cubes (at random, or a late cube with the cubes whose '
+        'paths come nearest its own)',
         '   is planned again, one after the other around everyone else, and kept where the group arrives sooner',
         '   in all: one cube at a time cannot undo two cubes in each other\'s way. Each of the two stages may try',
-        '   5000 moves per cube in all, since the cubes stand while a plan is made (a few seconds of CPU for 16',
+        f'   {moves} moves per cube in all, since the cubes stand while a plan is made (a few seconds of CPU for 16',
         '   to 39 cubes here, more for 64). A cube planned again moves, in each step, after the cubes whose',
         '   space it enters and before those that enter space it leaves; it may do both when every cube it',
         '   follows already moves before every cube it leads in that step\'s order, so the plan stays valid.',
         '   (Allowed only one of the two, shortening kept few paths: a cube\'s own path in a dense swarm plan',
         '   often does both.) The plan after each stage is kept if the estimate ranks it first: the sum of',
         '   arrival steps that the stages shorten is not what a real swarm takes (what this changed in the',
-        '   trials: docs/trial.md). For real cubes a plan with more than 2.2 times as many steps as the longest',
-        '   shortest route is made again with other seeds, up to 3 times, and the one with the fewest steps kept:',
+        f'   trials: docs/trial.md). For real cubes a plan with more than {p.long_plan:g} times as '
+        'many steps as the longest',
+        f'   shortest route is made again with other seeds, up to {p.remakes} times, and the one '
+        'with the fewest steps kept:',
         '   the plans of one crowd, made from nearly the same positions, took 15 to 34 steps (docs/trial.md).',
         '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
         '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
@@ -436,10 +447,12 @@ def coordinated_section() -> list[str]:
         '   / action dependency graph of Hönig et al., 2016 and RA-L 2019). Those waits form no cycle, so the cube',
         '   holding the earliest unfinished part can always go on: no dead-lock. Each tick every cube\'s progress',
         '   along its path is measured and it may go only as far as keeps D from what is left of the ways it waits',
-        '   for. A cube that every command under way still drives on, and that is seen to move, counts as 0.3 s',
+        '   for. A cube that every command under way still drives on, and that is seen to move, '
+        f'counts as {p.onward_time:g} s',
         '   further along at the slowest of those commands: the cube waiting for it sets off as it is about to',
         '   pass, not a measurement and a link latency after it has passed (the 20 % crowds 0.7 s sooner under',
-        '   `ble`, 2.0 s under `loaded`). 0.3 s is less than a waiting cube needs to reach that way (D at full',
+        f'   `ble`, 2.0 s under `loaded`). {p.onward_time:g} s is less than a waiting cube needs to '
+        'reach that way (D at full',
         '   speed, 0.28 s, + its command\'s latency); with 0.45 s cubes raced into each other.',
         '   The order is kept even when the cube waited for is late: letting the held cube go first where',
         '   the late one was still far from their crossing (when that could close no cycle) made the swarm',
@@ -453,7 +466,8 @@ def coordinated_section() -> list[str]:
         '   a strict order in time, so the waits still form no cycle.',
         '4. **Driving real cubes.** The speed alone decides where a cube stops: it goes only as fast as lets it',
         '   stop within its limit given what is under way: the fastest command sent within a link latency and a',
-        '   tick runs on until the new one takes effect (state age + a typical link latency, 0.1 s, + motor lag),',
+        '   tick runs on until the new one takes effect (state age + a typical link latency, '
+        f'{p.gate_latency:g} s, + motor lag),',
         '   then the new one runs its duration. A slower link, or a lost write that leaves an older command running',
         '   for its whole duration, is left to the pair distance\'s margin and the safety layer (counting every',
         '   such command made cubes stop and set off again at every limit). It creeps below the wheels\' dead',
@@ -461,11 +475,13 @@ def coordinated_section() -> list[str]:
         '   a corner by no more than a few units. Where its way turns back by more than 90° it stops at the corner',
         '   and drives on backwards instead of turning round (the controller steers it as a cube facing the other',
         '   way, its wheel commands negated and swapped), and keeps driving backwards until its way lies ahead of',
-        '   it again by 20° past square: a cube pushed out of the way and back, common in a crowd, no longer turns',
+        f'   it again by {math.degrees(p.backward_switch):g}° past square: a cube pushed out of the '
+        'way and back, common in a crowd, no longer turns',
         '   180° twice. The plan still makes it stand a step before going back (it stops there anyway; plans',
         '   without that step shuffled cubes to and fro more).',
         '   Under it, a safety layer slows any cube that would close in on another closer than touching +',
-        '   4 u within its reaction time (with the worst link latency), its way a curve: turning on as it turns',
+        f'   {p.apart:g} u within its reaction time (with the worst link latency), its way a curve: '
+        'turning on as it turns',
         '   until a new command takes effect, then steered towards its waypoint as CubeHandle steers it; past a',
         '   cube standing beside that way it may go on to where the way enters that cube\'s disc, and a speed it',
         '   leaves below the wheels\' dead zone is a stop. (Straight lines along its heading as well held cubes',
@@ -479,7 +495,8 @@ def coordinated_section() -> list[str]:
         '   of the ways it waits for. A cube that strays far from its path, a change of goals or of the cubes',
         '   that can move, or a long stop without progress makes everyone stop and plan again from where they are.',
         '',
-        'On ideal discs (`state.latency` = 0) the same layers run with a 2 u margin and exact motion. The controller',
+        f'On ideal discs (`state.latency` = 0) the same layers run with a {p.margin:g} u margin and '
+        'exact motion. The controller',
         'leaves the dead-locks of a coordinating planner to it (no side-steps) and lets it move a cube off its goal',
         'to let another one pass.',
         '',
