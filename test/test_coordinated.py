@@ -295,6 +295,29 @@ def test_planning_groups_of_cubes_again_shortens_the_plan_further_and_keeps_it_v
     assert again.configs == better.configs and again.ranks == better.ranks
 
 
+@pytest.mark.parametrize('seed', [0, 1])
+def test_a_cost_for_following_leaves_a_plan_with_fewer_hand_offs_that_arrives_about_as_soon(seed):
+    # a real cube that enters a vertex another one leaves in the same step waits to see it go and then for its
+    # own command; planned again with a cost for that, the cubes follow each other less (19 -> 12 and 29 -> 16
+    # such moves when this was written), arrive after about as many steps, and the plan stays valid
+    graph, start = crowd_graph(seed)
+    plan = lacam.without_detours(graph, lacam.search(graph, start, np.random.default_rng(0), 3000, turn_limit=0.6))
+    made = {}
+    for follow in (0.0, 0.5):
+        short = lacam.without_detours(graph, prioritized.shorten(graph, plan, 300, turn_limit=0.6, follow=follow))
+        made[follow] = prioritized.improve(graph, short, np.random.default_rng(0), 100, 3, 300, turn_limit=0.6,
+                                           follow=follow)
+    plain, costed = made[0.0], made[0.5]
+    assert prioritized.follows(graph, costed.configs) <= 0.7 * prioritized.follows(graph, plain.configs)
+    assert sum(arrivals(costed)) <= 1.05 * sum(arrivals(plain)), (sum(arrivals(plain)), sum(arrivals(costed)))
+    assert costed.complete and costed.configs[-1] == plain.configs[-1]
+    assert_valid_steps(graph, costed)
+    # (no count of turns on the move here: a step in which nobody moves is dropped from the plan, and with it, in
+    # seed 0, the step one cube stood to turn in; it stops at that corner anyway)
+    sch = schedule.build(graph, costed, straight=True)
+    assert sch.overlaps == 0 and not has_cycle_of_waits(sch)
+
+
 def test_planning_groups_again_stops_when_its_moves_in_all_are_spent(monkeypatch):
     # a live navigator's cubes stand while it plans: the rounds stop once their searches have tried the moves
     # they may try in all (unbounded, 300 rounds took 40 s of CPU for 32 cubes)
@@ -304,10 +327,10 @@ def test_planning_groups_again_stops_when_its_moves_in_all_are_spent(monkeypatch
     tried = []
     search = prioritized._search
 
-    def counting(graph, res, i, start, limit, turn_limit=None, budget=None):
+    def counting(graph, res, i, start, limit, turn_limit=None, budget=None, follow=0.0):
         before = budget[0]
         try:
-            return search(graph, res, i, start, limit, turn_limit, budget)
+            return search(graph, res, i, start, limit, turn_limit, budget, follow)
         finally:
             tried.append(before - max(budget[0], 0))
 
@@ -332,7 +355,7 @@ def crowd_state(seed: int, n: int = 20) -> SimpleNamespace:
                            bounds=(0.0, 0.0, 500.0, 500.0), max_speed=np.full(n, 165.0))
 
 
-@pytest.mark.parametrize('seed, remade_is_shorter', [(13, True), (2, False)])
+@pytest.mark.parametrize('seed, remade_is_shorter', [(24, True), (2, False)])
 def test_a_long_plan_for_real_cubes_is_made_again_and_the_one_with_fewer_steps_kept(seed, remade_is_shorter):
     # a crowd's plan depends on the searches' seeds: from nearly the same positions one took 15 steps and another
     # 34 (docs/trial.md). One search and no groups planned again here, to keep it quick
@@ -348,7 +371,7 @@ def test_a_long_plan_for_real_cubes_is_made_again_and_the_one_with_fewer_steps_k
     assert (len(other.configs) < len(first.configs)) == remade_is_shorter
     kept = plan(long_plan=0.0, remakes=1)             # every plan counts as long: made once more
     assert kept.configs == (other if remade_is_shorter else first).configs
-    assert plan().configs == first.configs             # 11-14 steps for a route of 8-9 edges: not long
+    assert plan().configs == first.configs             # 12-18 steps: not long for these routes
     if remade_is_shorter:
         # ideal discs follow their plan exactly and solve every scenario already: theirs is made once
         assert plan(closed=False, long_plan=0.0, remakes=1).configs == plan(closed=False, remakes=0).configs

@@ -134,11 +134,13 @@ def step_ranks(graph: CoordinationGraph, configs: list[tuple[int, ...]], planned
 
 
 def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit: int,
-            turn_limit: float | None = None, budget: list[int] | None = None) -> list[int] | None:
+            turn_limit: float | None = None, budget: list[int] | None = None,
+            follow: float = 0.0) -> list[int] | None:
     """Shortest-time path of cube i from ``start`` to its target around the reserved plans, None if none within
     ``limit`` steps. ``turn_limit``: no move turning sharper than that (a cosine) from the move just made, as in
     :mod:`pibt` (a real cube stands a step to turn). ``budget``: [moves it may still try], counted down; None
-    once it runs out."""
+    once it runs out. ``follow``: steps each move into a vertex another cube leaves in the same step costs (the
+    cheapest path then, not the fastest: a real cube that follows another waits to see it go)."""
     goal = int(graph.target[i])
     step = graph.lattice.spacing
 
@@ -162,12 +164,13 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
     # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
     first = (start, 0, -1)
-    frontier = [(h(start), 0.0, 0, first, 0, -1)]
+    frontier = [(h(start), 0.0, 0, first, 0, -1)]     # (f, turns, counter, state, t, came from)
     came: dict[tuple[int, int, int], tuple[int, int, int] | None] = {first: None}
     counter = 0
     while frontier:
-        _f, turns, _c, state, t, before = heapq.heappop(frontier)
+        f, turns, _c, state, t, before = heapq.heappop(frontier)
         x, _tau, moved_from = state
+        cost = f - h(x) if follow else float(t)     # the time, and what following cost on the way
         if x == goal and arrived(t):
             path = []
             while state is not None:
@@ -190,8 +193,24 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
                     return None
             turn = 1.0 - graph.turn_cosine(before, x, y) if y != x else 0.0
             moved = y != x and not graph.same_place(x, y)
-            heapq.heappush(frontier, (t + 1 + h(y), turns + turn, counter, key, t + 1, x if moved else before))
+            extra = follow if follow and moved and _follows_into(res.step(t), y) else 0.0
+            heapq.heappush(frontier, (cost + 1 + extra + h(y), turns + turn, counter, key, t + 1,
+                                      x if moved else before))
     return None
+
+
+def _follows_into(occ: dict[int, list[tuple[int, int, int]]], y: int) -> bool:
+    """Does some cube of ``occ`` (:meth:`_Reserved.step`) leave vertex y in that step?"""
+    return any(a == y and b != a for _k, a, b in occ.get(y, ()))
+
+
+def follows(graph: CoordinationGraph, configs) -> int:
+    """How many moves of a plan (its configurations) enter a vertex another cube leaves in the same step."""
+    out = 0
+    for now, nxt in zip(configs, configs[1:]):
+        leaving = {a for a, b in zip(now, nxt) if a != b}
+        out += sum(1 for a, b in zip(now, nxt) if b in leaving and a != b and not graph.same_place(a, b))
+    return out
 
 
 def _conflict(graph: CoordinationGraph, paths: dict[int, list[int]], ordered: set[tuple[int, int]],
@@ -312,7 +331,7 @@ def _moves(path: list[int]) -> int:
 
 
 def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list[float]], paths: list[list[int]],
-            group: list[int], limits: list[int], turn_limit: float | None, budget: list[int]):
+            group: list[int], limits: list[int], turn_limit: float | None, budget: list[int], follow: float = 0.0):
     """(configs, ranks, paths) with the paths of ``group`` planned again, one cube after the other in that order,
     around everyone else's (the later ones of the group also around the earlier ones), or None where one finds
     none within its limit; ``paths``: those of ``configs``; ``budget``: [moves the searches may still try]."""
@@ -324,7 +343,7 @@ def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list
             res.add(k, paths[k], [r[k] for r in ranks])
     found = {}
     for k, limit in zip(group, limits):
-        path = _search(graph, res, k, paths[k][0], limit, turn_limit, budget)
+        path = _search(graph, res, k, paths[k][0], limit, turn_limit, budget, follow)
         if path is None:
             return None
         slots = [_slot(graph, res, path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)], t)
@@ -357,14 +376,14 @@ def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> P
 
 
 def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
-            budget: int = 60000) -> Plan:
+            budget: int = 60000, follow: float = 0.0) -> Plan:
     """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
     of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
     soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
     much; every other cube's path stays as it was, so the plan stays valid. In each step the cube moves after
     the cubes whose space it enters and before those entering space it leaves (``_slot``), so each step keeps an
     order of moves. The searches try at most ``budget`` moves in all (cubes furthest beyond their shortest route
-    first)."""
+    first); ``follow`` as in :func:`improve`, for the searches only."""
     left = [budget]
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
@@ -377,7 +396,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
         old = paths[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
             continue
-        made = _replan(graph, configs, ranks, paths, [i], [min(limit, len(old) - 1)], turn_limit, left)
+        made = _replan(graph, configs, ranks, paths, [i], [min(limit, len(old) - 1)], turn_limit, left, follow)
         if made is None:
             continue
         new = made[2][i]
@@ -387,25 +406,28 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
 
 
 def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
-            turn_limit: float | None = None, budget: int = 20000, total: int | None = None) -> Plan:
+            turn_limit: float | None = None, budget: int = 20000, total: int | None = None,
+            follow: float = 0.0) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
     either random or a cube late against its shortest route with the cubes whose paths come nearest its own
     (the ones most likely in its way). Each search tries at most ``budget`` moves, all of them together at most
     ``total`` (None: no limit; the rounds stop when it is spent). Planning one cube at a time (:func:`shorten`)
-    cannot undo two cubes blocking each other; a group can."""
+    cannot undo two cubes blocking each other; a group can. ``follow``: steps each move into a vertex another cube
+    leaves in the same step adds to the sum (and costs the searches): the plan a real swarm carries out sooner."""
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
     n = len(configs[0])
     size = min(size, n)
     points = graph.points
 
-    def cost(paths: list[list[int]]) -> tuple[int, int]:
-        return sum(len(p) for p in paths), sum(_moves(p) for p in paths)
+    def cost(configs: list[list[int]], paths: list[list[int]]) -> tuple[float, int]:
+        return (sum(len(p) for p in paths) + (follow * follows(graph, configs) if follow else 0),
+                sum(_moves(p) for p in paths))
 
     paths = _paths(configs)
-    best = cost(paths)
+    best = cost(configs, paths)
     left = math.inf if total is None else total
     for _ in range(rounds):
         if left <= 0:
@@ -424,11 +446,11 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
         rng.shuffle(group)
         given = min(budget, left)
         allowance = [given]
-        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance)
+        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance, follow)
         left -= given - max(allowance[0], 0)
         if made is None:
             continue
-        score = cost(made[2])
+        score = cost(made[0], made[2])
         if score < best:
             best, (configs, ranks, paths) = score, made
     return _finish(configs, ranks, plan)

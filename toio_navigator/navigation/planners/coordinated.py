@@ -133,6 +133,10 @@ class CoordinatedParams:
     lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
                                   # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
+    follow_cost: float = 0.5      # real cubes: steps a move into a vertex another cube leaves in that step costs
+                                  # in shortening and improving a plan (a hand-off: the cube waits to see the other
+                                  # go, then for its own command); the 20 % crowds under ble then followed 40 %
+                                  # less and arrived 0.8 s sooner (docs/trial.md)
     long_plan: float = 2.2        # real cubes: a plan with more steps than this many times the longest shortest
                                   # route (in lattice edges) is made again with other seeds (the 20 % crowds'
                                   # plans, made from nearly the same positions, took 15 to 34 steps, and those
@@ -389,6 +393,7 @@ class CoordinatedPlanner:
         tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
         plans = []
         turn_limit = p.turn_step if closed else None
+        follow = p.follow_cost if closed else 0.0
         for k in range(tries):
             rng = np.random.default_rng(seed + 1000 * (k // 2))
             plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
@@ -413,12 +418,12 @@ class CoordinatedPlanner:
         # (each stage a candidate of its own: the estimate does not always fall with the sum of arrival steps)
         for o in options[:p.shorten]:
             shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
-                                                                         p.shorten_moves * graph.N))
+                                                                         p.shorten_moves * graph.N, follow))
             options.append(option(shorter))
             if p.lns_rounds:
                 options.append(option(lacam.without_detours(graph, prioritized.improve(
                     graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget,
-                    p.lns_moves * graph.N))))
+                    p.lns_moves * graph.N, follow))))
         return min(options, key=lambda o: o[:2])
 
     def _adopt(self, made: tuple, key: bytes, closed: bool) -> None:
