@@ -135,8 +135,9 @@ class CoordinatedParams:
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
     follow_cost: float = 0.5      # real cubes: steps a move into a vertex another cube leaves in that step costs
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
-                                  # go, then for its own command); the 20 % crowds under ble then followed 40 %
-                                  # less and arrived 0.8 s sooner (docs/trial.md)
+                                  # go, then for its own command); crowd plans then had about 40 % fewer such moves,
+                                  # and the trials solved 106 and 104 runs of 110 instead of 105 and 102 for more
+                                  # planning CPU (docs/trial.md)
     long_plan: float = 2.2        # real cubes: a plan with more steps than this many times the longest shortest
                                   # route (in lattice edges) is made again with other seeds (the 20 % crowds'
                                   # plans, made from nearly the same positions, took 15 to 34 steps, and those
