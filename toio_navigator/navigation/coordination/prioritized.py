@@ -164,7 +164,7 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
     # among equally fast paths, the one with the fewest turns is expanded first (a real cube slows and turns at
     # each corner; without this the heap's order zigzags across the lattice): (f, turns so far, counter, ...)
     first = (start, 0, -1)
-    frontier = [(h(start), 0.0, 0, first, 0, -1)]     # (f, turns, counter, state, t, came from)
+    frontier = [(h(start), 0.0, 0, first, 0, -1)]
     came: dict[tuple[int, int, int], tuple[int, int, int] | None] = {first: None}
     counter = 0
     while frontier:

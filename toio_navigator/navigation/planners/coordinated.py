@@ -9,8 +9,10 @@ Layers, each in ``navigation/coordination``:
   a step first, as it stops to turn on the spot); where that plan is long for few cubes, priority-based search may
   find a shorter one (a pair takes the long way round a corridor); the most promising plan is shortened by
   planning each cube again around the others (``prioritized.shorten``), then groups of cubes together
-  (``prioritized.improve``); for real cubes a plan with far more steps than the longest route is made again with
-  other seeds, and the one with fewer steps kept (``long_plan``);
+  (``prioritized.improve``), for real cubes counting a move into a vertex another cube leaves in that step as
+  more than a step (``follow_cost``: it sets off only once it has seen the other go); for real cubes a plan
+  with far more steps than the longest route is made again with other seeds, and the one with fewer steps kept
+  (``long_plan``);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
