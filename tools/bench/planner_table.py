@@ -429,7 +429,7 @@ def coordinated_section() -> list[str]:
         'paths come nearest its own)',
         '   is planned again, one after the other around everyone else, and kept where the group arrives sooner',
         '   in all: one cube at a time cannot undo two cubes in each other\'s way. For real cubes both stages count',
-        f'   a move into a vertex another cube leaves in the same step as {p.follow_cost:g} of a step more, in the',
+        f'   a move into a vertex another cube leaves in the same step as costing {p.follow_cost:g} step more, in the',
         '   searches and in what a group is kept for: such a cube sets off only once it has seen the other go and',
         '   its own command has come, and a plan that hands off less is carried out sooner (docs/trial.md). Each',
         f'   of the two stages may try {moves} moves per cube in all, since the cubes stand while a plan is made',

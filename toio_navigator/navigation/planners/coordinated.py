@@ -135,11 +135,12 @@ class CoordinatedParams:
     lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
                                   # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
-    follow_cost: float = 0.5      # real cubes: steps a move into a vertex another cube leaves in that step costs
+    follow_cost: float = 1.0      # real cubes: steps a move into a vertex another cube leaves in that step costs
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
-                                  # go, then for its own command); crowd plans then had about 40 % fewer such moves,
-                                  # and the trials solved 106 and 104 runs of 110 instead of 105 and 102 for more
-                                  # planning CPU (docs/trial.md)
+                                  # go, then for its own command); 0.5 took about 40 % of such moves out of crowd
+                                  # plans (the trials: 106 and 104 runs of 110 instead of 105 and 102), 1.0 more
+                                  # (the 15 crowd runs under ble and loaded: 13 and 10 in time, not 11 and 9),
+                                  # for more planning CPU (docs/trial.md)
     long_plan: float = 2.2        # real cubes: a plan with more steps than this many times the longest shortest
                                   # route (in lattice edges) is made again with other seeds (the 20 % crowds'
                                   # plans, made from nearly the same positions, took 15 to 34 steps, and those
