@@ -139,8 +139,9 @@ class CoordinatedParams:
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
                                   # go, then for its own command); 0.5 took about 40 % of such moves out of crowd
                                   # plans (the trials: 106 and 104 runs of 110 instead of 105 and 102), 1.0 more
-                                  # (the 15 crowd runs under ble and loaded: 13 and 10 in time, not 11 and 9),
-                                  # for more planning CPU (docs/trial.md)
+                                  # (the 15 crowd runs under ble and loaded: 13 and 10 in time, not 11 and 9; the
+                                  # trials: 108 and 105); planning CPU: the 16-cube swap 8 s, not 5, the others
+                                  # about the same (docs/trial.md)
     long_plan: float = 2.2        # real cubes: a plan with more steps than this many times the longest shortest
                                   # route (in lattice edges) is made again with other seeds (the 20 % crowds'
                                   # plans, made from nearly the same positions, took 15 to 34 steps, and those
