@@ -433,7 +433,7 @@ def coordinated_section() -> list[str]:
         '   searches and in what a group is kept for: such a cube sets off only once it has seen the other go and',
         '   its own command has come, and a plan that hands off less is carried out sooner (docs/trial.md). Each',
         f'   of the two stages may try {moves} moves per cube in all, since the cubes stand while a plan is made',
-        '   (a run of a 39-cube crowd took 15 to 90 s of CPU here, most of it planning, as its plans are often',
+        '   (a run of a 39-cube crowd took 20 to 140 s of CPU here, most of it planning, as its plans are often',
         '   made again). A cube planned again moves, in each step, after the cubes whose',
         '   space it enters and before those that enter space it leaves; it may do both when every cube it',
         '   follows already moves before every cube it leads in that step\'s order, so the plan stays valid.',
