@@ -1,6 +1,11 @@
 """``toio-nav replay --live``: the recorded inputs published on real topics, at the recorded pace, into a running
-navigator, and the NavResults it publishes compared with the recorded ones within tolerances (the live navigator
-sees each state at a slightly different time, so only a match within a margin is possible).
+navigator, and the NavResults it publishes compared with the recorded ones within tolerances.
+
+Each NavResult says which state of its cube it was built on (``state_stamp``), so a live one is compared with the
+recorded ones built on the same recorded state, give or take one, while pursuing the same goal: a busy machine
+delays the replay and the navigator (both by most of a second under two CPU burners), which shifts every output
+in time but not what it answers. Only a match within a margin is possible: the live navigator sees the other
+cubes' states at other instants.
 """
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -37,7 +41,7 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
                 subscribers: int = 1, on_start: Callable[[], None] | None = None) -> ReplayReport:
     """Publish the bag's states and goals (restamped with the current time, at the recorded pace ÷ ``rate``) to a
     running navigator and compare the NavResults it publishes with the recorded ones: each recorded tick against
-    the live NavResult of the same cube nearest in (scaled) time, within LIVE_TOLERANCES (or ``tolerances``).
+    the live ones built on the same state (see :func:`compare_live`), within LIVE_TOLERANCES (or ``tolerances``).
     Publishing starts once every state and goal topic has ``subscribers`` subscribers (the navigator, and e.g. a
     recorder that must get every goal): discovery matches topics one by one, so a matched state topic does not
     mean the goal topic is matched too. ``on_start`` is called just before the first message is published (to
@@ -51,9 +55,13 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     live: dict[str, list] = {c: [] for c in rec.cubes}
+    # the stamp each published state carried -> its place in its cube's recorded sequence
+    order = state_order(rec)
+    published: dict[tuple[str, int], int] = {}
     state_pubs = {c: node.create_publisher(CubeState, f'/{c}/state', qos_profile_sensor_data) for c in rec.cubes}
     goal_pubs = {c: node.create_publisher(NavGoal, f'/{c}/goal', 10) for c in rec.cubes}
     started = [0.0]
+    behind, sent = 0.0, []                    # the replay's own lag; (time, cube, goal_id) of each goal sent
     for c in rec.cubes:
         node.create_subscription(NavResult, f'/{c}/nav_result',
                                  lambda m, c=c: live[c].append((time.monotonic() - started[0], m)), 10)
@@ -78,13 +86,16 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
             due = (ns - t0) / 1e9 / rate
             while time.monotonic() - started[0] < due:
                 executor.spin_once(timeout_sec=max(0.0, min(0.005, due - (time.monotonic() - started[0]))))
+            behind = max(behind, time.monotonic() - started[0] - due)
             if kind == 0:
                 msg = CubeState(cube=item.cube, x=item.x, y=item.y, theta=item.theta, on_mat=item.on_mat,
                                 link_state=item.link_state)
                 msg.header.stamp = node.get_clock().now().to_msg()
                 msg.header.frame_id = 'mat'
+                published[(item.cube, _ns(msg.header.stamp))] = order[(item.cube, item.stamp_ns)]
                 state_pubs[item.cube].publish(msg)
             else:
+                sent.append((time.monotonic() - started[0], item.cube, item.goal_id))
                 goal_pubs[item.cube].publish(NavGoal(goal_id=item.goal_id, cube=item.msg_cube, x=item.x, y=item.y,
                                                      direction=item.direction, max_speed=item.max_speed,
                                                      tolerance=item.tolerance))
@@ -95,41 +106,71 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-    return compare_live(rec, live, tol, rate)
+    report = compare_live(rec, live, tol, published)
+    report.notes.append(f'the replay published up to {behind:.2f} s behind the recorded pace')
+    for at, cube, goal_id in sent:
+        seen = next((t for t, m in live[cube] if t >= at and m.goal_id == goal_id), None)
+        report.notes.append(f'goal {goal_id} of {cube}, sent at {at:.2f} s: ' + (
+            f'in its NavResults {seen - at:.2f} s later' if seen is not None else 'never in its NavResults'))
+    return report
 
 
-def compare_live(rec, live: dict, tol: dict, rate: float, window_s: float = 0.1) -> ReplayReport:
-    """Each recorded NavResult against the live one of the same cube nearest in time (recorded time ÷ rate)."""
+def state_order(rec) -> dict[tuple[str, int], int]:
+    """(cube, recorded stamp) -> the state's place in that cube's recorded sequence."""
+    order: dict[tuple[str, int], int] = {}
+    counts: dict[str, int] = {}
+    for s in sorted(rec.states, key=lambda s: s.stamp_ns):
+        if (s.cube, s.stamp_ns) not in order:
+            order[(s.cube, s.stamp_ns)] = counts[s.cube] = counts.get(s.cube, -1) + 1
+    return order
+
+
+def compare_live(rec, live: dict, tol: dict, published: dict[tuple[str, int], int], reach: int = 1) -> ReplayReport:
+    """Each recorded NavResult against the live ones of the same cube and goal built on the same recorded state,
+    or on one up to ``reach`` states before or after it (the two navigators tick at other instants, so they pick
+    neighbouring states). ``live``: cube -> [(seconds since the start, NavResult)] as received; ``published``:
+    (cube, stamp the replay gave a state) -> that state's place in the cube's recorded sequence."""
     report = ReplayReport(rec.path)
     report.notes.append('live mode: outputs compared within ' + ', '.join(f'{k} {v:g}' for k, v in tol.items()
                                                                          if k in LIVE_FIELDS))
     for c in rec.cubes:
         if not live.get(c):
             report.notes.append(f'the navigator published no /{c}/nav_result')
+    order = state_order(rec)
     firsts = [min((s.stamp_ns for s in rec.states if s.cube == c), default=None) for c in rec.cubes]
     ready = max((f for f in firsts if f is not None), default=0) + 200_000_000   # the navigator has every cube
     # the live navigator may get its first states later than the recorded one did (states are best effort, and a
     # busy machine drops some while discovery settles): until it has published a NavResult built on a state of
     # every cube, its outputs answer other inputs than the recorded ones (a cube without a state is far away)
-    seen = [min((at for at, m in live.get(c) or [] if m.state_stamp.sec or m.state_stamp.nanosec), default=math.inf)
+    seen = [min((at for at, m in live.get(c) or [] if _ns(m.state_stamp)), default=math.inf)
             for c, first in zip(rec.cubes, firsts) if first is not None]
     live_ready = max(seen, default=0.0)
-    skipped = 0
+    by_state: dict[tuple[str, int], list] = {}
+    pursued = {(c, m.goal_id) for c, got in live.items() for _, m in got}
+    for c, got in live.items():
+        for at, m in got:
+            k = published.get((c, _ns(m.state_stamp)))
+            if at >= live_ready and k is not None:
+                by_state.setdefault((c, k), []).append(m)
+    skipped, unmatched = 0, 0
     for tick in rec.ticks:
         t = (tick.stamp_ns - rec.start_ns) / 1e9
-        if tick.stamp_ns < ready or t / rate < live_ready:
+        if tick.stamp_ns < ready:
             skipped += 1
             continue
-        report.ticks += 1
+        counted = False
         for cube, recorded in tick.results.items():
-            got = live.get(cube) or []
-            if not got:
+            k = order.get((cube, recorded['state_stamp_ns']))
+            neighbours = [] if k is None else [m for j in range(k - reach, k + reach + 1)
+                                               for m in by_state.get((cube, j), [])]
+            near = [m for m in neighbours if m.goal_id == recorded['goal_id']]
+            # a goal that reached the live navigator late leaves states it answered with the previous goal; one
+            # it never pursued is a divergence on every tick that shows it
+            if not near and (not neighbours or (cube, recorded['goal_id']) in pursued):
+                unmatched += 1
                 continue
-            times = np.array([g[0] for g in got])
-            # the live ticks fall at other instants: any live NavResult within a tick or two may be the match
-            near = [got[j][1] for j in np.nonzero(np.abs(times - t / rate) <= window_s)[0]]
-            if not near:
-                near = [got[int(np.argmin(np.abs(times - t / rate)))][1]]
+            near = near or neighbours
+            counted = True
             report.compared['nav_result'] += 1
             bad = []
             for f in LIVE_FIELDS:
@@ -142,6 +183,14 @@ def compare_live(rec, live: dict, tol: dict, rate: float, window_s: float = 0.1)
                     bad.append(Divergence(t, tick.stamp_ns, f'/{cube}/nav_result', f, a, getattr(near[0], f)))
             report.diverged['nav_result'] += bool(bad)
             report.divergences += bad[:max(0, 20 - len(report.divergences))]
+        report.ticks += counted
     if skipped:
         report.notes.append(f'{skipped} leading ticks not compared: the navigator had no state of some cube yet')
+    if unmatched:
+        report.notes.append(f'{unmatched} recorded NavResults had no live one built on a neighbouring state with '
+                            'the same goal')
     return report
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
