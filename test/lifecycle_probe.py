@@ -126,6 +126,7 @@ class Probe:
         self.states: dict = {}
         self.motor: dict[str, tuple[int, int]] = {}      # the last motor write of each cube's driver
         self.moved: set[str] = set()                     # cubes that were sent a non-zero speed
+        self.frames = 0                                  # BLE frames taken (any cube, any kind)
         self.truth = None
         self.goal_pubs = {}
         self.results: dict = {}                          # the navigator's last NavResult of each cube
@@ -143,6 +144,7 @@ class Probe:
         self.node.create_subscription(PoseArray, 'mat_sim/ground_truth', self._on_truth, qos_profile_sensor_data)
 
     def _on_tx(self, cube: str, frame) -> None:
+        self.frames += 1
         if frame.uuid != p.Characteristic.MOTOR_CONTROL.value or frame.op != frame.WRITE:
             return
         command = p.decode_command(p.Characteristic.MOTOR_CONTROL, bytes(frame.data))
@@ -171,6 +173,20 @@ class Probe:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.02)
+
+    def last_writes(self, timeout: float = 30.0) -> dict[str, tuple[int, int]]:
+        """Each driver's last motor write, once the frames DDS already holds are taken. A probe that did not spin
+        while the bringup stopped has hundreds queued, more than a short spin takes on a busy machine (a fixed
+        0.2 s once left two cubes' stops untaken). Spins until every cube shows a stop and a few rounds over all
+        the probe's subscriptions bring no further frame, or until ``timeout`` (the caller then sees which did not)."""
+        rounds = 3 * len(list(self.node.subscriptions))
+        deadline, quiet = time.monotonic() + timeout, 0
+        while quiet < rounds and time.monotonic() < deadline:
+            before = self.frames
+            self.executor.spin_once(timeout_sec=0.02)
+            stopped = all(self.motor.get(c) == (0, 0) for c in self.names)
+            quiet = quiet + 1 if stopped and self.frames == before else 0
+        return dict(self.motor)
 
     def ready(self) -> bool:
         """Every cube connected and on the mat, the navigator listening for goals."""

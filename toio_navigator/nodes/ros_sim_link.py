@@ -33,7 +33,7 @@ from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import BleFrame
 from toio_navigator.nodes.qos import BLE_QOS
 
-#: how long a disconnect waits for mat_sim to acknowledge the frames written before it
+#: how long a disconnect keeps the link's writer alive for the frames written before it (see _close)
 FLUSH_TIMEOUT_S = 0.5
 #: a peer whose lease ran out is asked this (a read every cube answers) this often while the link connects; the
 #: answer's seq is one no read of ours uses, so it is not taken for one
@@ -108,8 +108,10 @@ class RosSimLink(Transport):
 
     async def _close(self) -> None:
         if self._open_flag and self.peer_present():
-            # a disconnect on purpose: let mat_sim acknowledge the last frames (the driver's stop) before the
-            # process may go, as a BLE write with response does; not when mat_sim is gone (nobody would answer)
+            # a disconnect on purpose: the last frames (the driver's stop) left at once, but Fast DDS acknowledges
+            # them only on its next heartbeat (measured: 2.7-3.0 s), so this wait normally runs out; it keeps the
+            # writer alive while the readers take the frames, so none learns it is gone first and drops them.
+            # Not when mat_sim is gone (nobody would take them)
             self._tx.wait_for_all_acked(Duration(seconds=FLUSH_TIMEOUT_S))
         self._open_flag = False
         task, self._watch_task = self._watch_task, None
