@@ -12,7 +12,7 @@ from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.bench.scenarios import load_scenarios
 from toio_navigator.bench.trial.profiles import LOADED
 from toio_navigator.bench.trial.runner import run_trial
-from toio_navigator.navigation.contact_guard import WHEEL_COAST_S, guard_caps
+from toio_navigator.navigation.contact_guard import WHEEL_COAST_S, guard_caps, in_flight
 from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
 from toio_navigator.navigation.params import NavigatorParams
 from toio_navigator.units import BODY_RADIUS, WHEEL_TRACK_UNITS
@@ -30,10 +30,77 @@ def caps(a_pose, b_pose, a_new=(50, 50), b_old=(0, 0), b_new=None, cap=50.0):
     """The cap of cube a (driven with wheels ``a_new`` this tick, nothing running) beside cube b."""
     pose = np.array([a_pose, b_pose], float)
     new = np.array([a_new, b_new or (0, 0)], float)
-    old = np.array([(0, 0), b_old], float)
-    out = guard_caps(pose, np.array([cap, cap]), old, np.array([0.0, 0.13]), new, np.array([True, b_new is not None]),
-                     np.full(2, R), RUN, GAP, K, TRACK, 8.0)
+    old = np.array([[(0, 0)], [b_old]], float)           # one command in flight each: b's for 0.13 s
+    start, end = np.zeros((2, 1)), np.array([[0.0], [0.13]])
+    out = guard_caps(pose, np.array([cap, cap]), old, start, end, np.array([0.0, 0.13]), new,
+                     np.array([True, b_new is not None]), np.full(2, R), RUN, GAP, K, TRACK, 8.0)
     return float(out[0])
+
+
+NOW = 10.0
+READING = NOW - 0.05                      # both cubes read 50 ms before the tick
+FAST, TURN = (50.0, 50.0), (16.0, -16.0)
+
+
+def in_flight_caps(poses, history, new, latency, keep=None, cap=40.0):
+    """Caps of cubes at ``poses`` (read at READING) that were sent ``history`` [(seconds before NOW, wheels), ...]
+    at 20 Hz, 150 ms each, and get the wheels ``new`` at NOW; ``keep`` = only the last that many commands known
+    (1: the single-command model of the guard before the commands in flight)."""
+    n = len(poses)
+    history = history[-keep:] if keep else history
+    sent_at = np.tile([NOW - ago for ago, _ in history], (n, 1))
+    wheels = np.array([[w for _, w in history]] * n, float)
+    flight = in_flight(sent_at, wheels, np.full(sent_at.shape, RUN), np.full(n, READING), NOW, latency,
+                       np.ones(n, bool))
+    return guard_caps(np.array(poses, float), np.full(n, cap), *flight, np.array([new] * n, float),
+                      np.ones(n, bool), np.full(n, R), RUN, GAP, K, TRACK, 8.0)
+
+
+def test_segments_follow_the_commands_in_flight_from_the_reading():
+    sent = np.array([[-np.inf, 9.70, 9.80, 9.85, 9.90]])
+    duration = np.array([[0.15, 0.15, 0.15, 0.15, 0.05]])
+    wheels, start, end, new_at = in_flight(sent, np.ones((1, 5, 2)), duration, np.array([9.95]), NOW, 0.2,
+                                           np.array([True]))
+    # from the reading at 9.95: 9.70's acts already and until 9.80's takes effect (10.00), 9.85's until 9.90's,
+    # 9.90's for its own 50 ms (it ends before this tick's takes effect at 10.20); an empty slot never drives
+    assert np.allclose(start, [[0.0, 0.0, 0.05, 0.10, 0.15]])
+    assert np.allclose(end, [[0.0, 0.05, 0.10, 0.15, 0.20]])
+    assert np.allclose(new_at, [0.25])
+    # a cube that gets no command this tick runs its last one to its end; 150 ms of it would end at 0.30
+    _, _, end, _ = in_flight(sent, np.ones((1, 5, 2)), np.full((1, 5), 0.15), np.array([9.95]), NOW, 0.2,
+                             np.array([False]))
+    assert np.isclose(end[0, -1], 0.30)
+
+
+# a lab run's contact in miniature: two cubes 42 units apart head-on; three fast straight commands are still in
+# flight towards each when the planner has turned to turning on the spot (the last sent and this tick's)
+ENCOUNTER = [(0.25, FAST), (0.20, FAST), (0.15, FAST), (0.10, TURN), (0.05, TURN)]
+HEAD_ON = [(100.0, 100.0, 0.0), (142.0, 100.0, math.pi)]
+
+
+def test_fast_commands_still_in_flight_get_both_cubes_capped():
+    capped = in_flight_caps(HEAD_ON, ENCOUNTER, TURN, latency=0.2)
+    assert (capped < 40.0).all()
+    # the single-command model (the last command, a turn, from the handle's lag on) saw them standing
+    assert (in_flight_caps(HEAD_ON, ENCOUNTER, TURN, latency=0.13, keep=1) == 40.0).all()
+
+
+def test_a_cube_whose_commands_in_flight_take_it_away_is_not_slowed():
+    # a faces b at touching + gap + 5 and drives at it this tick, but backs off fast first
+    poses = [(100.0, 100.0, 0.0), (100.0 + NEED + 5.0, 100.0, math.pi)]
+    back = [(0.25, (-50.0, -50.0)), (0.20, (-50.0, -50.0)), (0.15, (-50.0, -50.0)), (0.10, TURN), (0.05, TURN)]
+    sent = np.tile([NOW - ago for ago, _ in back], (2, 1))
+    wheels = np.array([[w for _, w in back], [(0.0, 0.0)] * 5], float)          # b stands
+    flight = in_flight(sent, wheels, np.full(sent.shape, RUN), np.full(2, READING), NOW, 0.2, np.ones(2, bool))
+    movers = np.array([True, False])
+    new = np.array([(30.0, 30.0), (0.0, 0.0)])
+    cap = guard_caps(np.array(poses), np.full(2, 40.0), *flight, new, movers, np.full(2, R), RUN, GAP, K, TRACK, 8.0)
+    assert cap[0] == 40.0
+    # the single-command model (the turn from the handle's lag on, then forward) would have slowed it
+    last = in_flight(sent[:, -1:], wheels[:, -1:], np.full((2, 1), RUN), np.full(2, READING), NOW, 0.13,
+                     np.ones(2, bool))
+    assert guard_caps(np.array(poses), np.full(2, 40.0), *last, new, movers, np.full(2, R), RUN, GAP, K, TRACK,
+                      8.0)[0] < 40.0
 
 
 def test_a_cube_heading_into_a_near_one_only_turns():

@@ -4,12 +4,17 @@ A local planner may steer two cubes into each other: HLAvoid inside its collisio
 escape waypoint, and two cubes in a tight swap can creep towards the same gap for a second (docs/navigator.md §6).
 The guard runs once the wheel commands of a tick are known and only ever lowers a cube's speed cap:
 
-* every cube's way is predicted on a few instants until it can stop: the command still running drives it (along
-  its exact arc) until the new one takes effect, then the new one for its whole duration (if no later tick comes,
-  the cube stops by itself then) plus the wheels' coasting; a cube that gets no new command stops when its
-  running one ends;
+* every cube's way is predicted on a few instants until it can stop, from the commands still in flight towards
+  it: a command takes effect ``latency`` after it is sent (measured 0.15-0.27 s on a loaded host, median 0.2, far
+  more than the handle's 0.13 s lag) and drives the cube along its exact arc until the next one takes effect or its
+  own duration ends; this tick's new command takes effect ``latency`` from now and runs its whole duration (if no
+  later tick comes, the cube stops by itself then), plus the wheels' coasting; a cube that gets no new command
+  stops when its last one ends. Why all of them and not only the
+  last one sent: a real cube is still executing the three to five commands sent before it, and when those were
+  fast and straight while the last one turns on the spot, crediting the turn at once predicts a cube standing
+  where it drives 15 units further (a lab run's contact);
 * a cube whose pair with another one comes closer on that way than touching + ``gap`` *and* closer than it is
-  now is capped so that its new command covers at most the room the running commands leave (half of it when the
+  now is capped so that its new command covers at most the room the commands in flight leave (half of it when the
   other cube's new command closes in too: each takes half, so neither waits for the other); 0 when there is
   none: it turns on the spot.
 
@@ -27,54 +32,81 @@ from toio_navigator.navigation.planners.common import pairs_within
 #: a cube's wheels follow a command with a first-order lag of about 40 ms, so a cube told to stop rolls on for about
 #: its speed times this (the simulator's motor_tau, with some room)
 WHEEL_COAST_S = 0.05
-#: instants on each cube's way at which the pairs are compared
-SAMPLES = 8
+#: instants on each cube's way at which the pairs are compared (about every 40 ms of a way of 0.45 s: 0.2 s latency,
+#: a 50 ms old reading, a 150 ms command and the coasting)
+SAMPLES = 12
+#: the latest a way is followed from a reading, s (an older reading is stale long before)
+AHEAD_S = 1.0
 
 
-def ways(pose: np.ndarray, old: np.ndarray, lead: np.ndarray, new: np.ndarray, run: np.ndarray, times: np.ndarray,
-         k: float, track: float) -> np.ndarray:
-    """(N, T, 2) positions at ``times`` (s from the readings): the old wheels (N, 2) for ``lead`` (N,), then the
-    new wheels for ``run`` (N,) seconds, then standing."""
-    x, y, th = (pose[:, i][:, None] for i in range(3))
-    t_old = np.minimum(times[None, :], lead[:, None])
-    p_old = np.stack(drive_arc(x, y, th, old[:, :1], old[:, 1:], t_old, k, track)[:2], axis=-1)
-    x1, y1, th1 = drive_arc(x, y, th, old[:, :1], old[:, 1:], lead[:, None], k, track)     # where the new one starts
-    t_new = np.clip(times[None, :] - lead[:, None], 0.0, run[:, None])
-    p_new = np.stack(drive_arc(x1, y1, th1, new[:, :1], new[:, 1:], t_new, k, track)[:2], axis=-1)
-    return np.where((times[None, :] <= lead[:, None])[..., None], p_old, p_new)
+def in_flight(sent_at: np.ndarray, wheels: np.ndarray, duration: np.ndarray, reading: np.ndarray, now: float,
+              latency: float, replaced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The commands in flight towards N cubes as segments of their way, in seconds from each cube's reading.
+
+    ``sent_at`` (N, M) send times, oldest first (-inf for an empty slot), ``wheels`` (N, M, 2) and ``duration``
+    (N, M, s) of the last M commands sent to each cube; ``reading`` (N,) the time of its reading; ``replaced``
+    (N,) the cubes that get a new command this tick. A command drives from its send time + ``latency`` until the
+    next one takes effect (this tick's at ``now`` + ``latency`` for a replaced cube) or its own duration ends.
+    Returns (wheels (N, M, 2), start (N, M), end (N, M), new_at (N,)): a segment drives from start to end (end <=
+    the next start; none before the reading: all clipped to >= 0), the new command from new_at."""
+    sent_at = np.asarray(sent_at, dtype=float)
+    reading = np.asarray(reading, dtype=float)[:, None]                  # finite: an unseen cube's is now
+    new_at = now + latency
+    nxt = np.concatenate([sent_at[:, 1:] + latency, np.where(replaced, new_at, np.inf)[:, None]], axis=1)
+    start = np.clip(sent_at + latency - reading, 0.0, AHEAD_S)          # an empty slot: -inf, so [0, 0]
+    end = np.clip(np.minimum(sent_at + latency + np.asarray(duration, dtype=float), nxt) - reading, start, AHEAD_S)
+    return np.asarray(wheels, dtype=float), start, end, np.clip(new_at - reading[:, 0], 0.0, AHEAD_S)
 
 
-def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, lead: np.ndarray, new: np.ndarray,
-               movers: np.ndarray, radius: np.ndarray, run: float, gap: float, k: float, track: float,
-               dead_zone: float) -> np.ndarray:
+def ways(pose: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray, new_at: np.ndarray,
+         new: np.ndarray, run: np.ndarray, times: np.ndarray, k: float, track: float) -> np.ndarray:
+    """(N, T, 2) positions at ``times`` (s from the readings): the wheels ``old`` (N, M, 2) of the commands in
+    flight from ``start`` to ``end`` (N, M; in order, not overlapping), standing between them, then the ``new``
+    wheels (N, 2) from ``new_at`` (N,) for ``run`` (N,) seconds, then standing."""
+    x, y, th = (pose[:, i][:, None] for i in range(3))                   # (N, 1): where the next segment starts
+    out = np.broadcast_to(pose[:, None, :2], (len(pose), len(times), 2)).copy()
+    segments = [(old[:, j], start[:, j], end[:, j]) for j in range(old.shape[1])]
+    segments.append((new, new_at, new_at + run))
+    for wheels, t0, t1 in segments:      # a few segments: each runs for all cubes and instants at once
+        length = np.maximum(t1 - t0, 0.0)[:, None]
+        t = np.clip(times[None, :] - t0[:, None], 0.0, length)
+        p = np.stack(drive_arc(x, y, th, wheels[:, :1], wheels[:, 1:], t, k, track)[:2], axis=-1)
+        out = np.where((times[None, :] >= t0[:, None])[..., None], p, out)
+        x, y, th = drive_arc(x, y, th, wheels[:, :1], wheels[:, 1:], length, k, track)
+    return out
+
+
+def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray,
+               new_at: np.ndarray, new: np.ndarray, movers: np.ndarray, radius: np.ndarray, run: float, gap: float,
+               k: float, track: float, dead_zone: float) -> np.ndarray:
     """Speed caps (N,) in motor units: ``cap`` lowered where a mover would close in on another cube.
 
-    ``pose`` (N, 3) x, y, heading of every known cube at its reading (far away for unseen ones); ``old`` (N, 2)
-    the wheels of the command still running and ``lead`` (N,) how long it drives the cube from its reading;
-    ``new`` (N, 2) this tick's wheels for the ``movers`` (N,); ``radius`` (N,) collision discs; ``run`` the new
-    command's duration (s); ``gap`` clearance kept beyond touching (units); ``k`` units/s per motor unit;
-    ``track`` the wheel track (units)."""
+    ``pose`` (N, 3) x, y, heading of every known cube at its reading (far away for unseen ones); ``old`` (N, M, 2)
+    the wheels of the commands in flight, driving from ``start`` to ``end`` (N, M) s from the reading, and
+    ``new_at`` (N,) when this tick's command takes effect (:func:`in_flight`); ``new`` (N, 2) this tick's wheels
+    for the ``movers`` (N,); ``radius`` (N,) collision discs; ``run`` the new command's duration (s); ``gap``
+    clearance kept beyond touching (units); ``k`` units/s per motor unit; ``track`` the wheel track (units)."""
     cap = np.asarray(cap, dtype=float).copy()
     rows = np.nonzero(movers)[0]
     if rows.size == 0 or len(pose) < 2:
         return cap
     span = np.where(movers, run + WHEEL_COAST_S, 0.0)
     new = np.where(movers[:, None], new, 0.0)
-    old_speed = np.abs(old).max(axis=1) * k
-    reach = old_speed * lead + np.abs(new).max(axis=1) * k * span
-    times = np.linspace(0.0, float((lead + span).max()), SAMPLES + 1)
+    old_reach = (np.abs(old).max(axis=2) * k * (end - start)).sum(axis=1)
+    reach = old_reach + np.abs(new).max(axis=1) * k * span
+    times = np.linspace(0.0, float(max((new_at + span).max(), end.max(initial=0.0))), SAMPLES + 1)
     a, b, dist = pairs_within(pose[:, :2], 2.0 * float(radius.max()) + gap + float(reach[rows].max())
                               + float(reach.max()) + 1.0, query=rows)
     if a.size == 0:
         return cap
-    planned = ways(pose, old, lead, new, span, times, k, track)                    # (N, T, 2)
-    standing = ways(pose, old, lead, np.zeros_like(new), span, times, k, track)    # no new command
+    planned = ways(pose, old, start, end, new_at, new, span, times, k, track)                    # (N, T, 2)
+    standing = ways(pose, old, start, end, new_at, np.zeros_like(new), span, times, k, track)    # no new command
     need = radius[a] + radius[b] + gap
     closest = np.hypot(*(planned[a] - planned[b]).transpose(2, 0, 1)).min(axis=1)
     closing = (closest < need) & (closest < dist - 1e-6)
     if not closing.any():
         return cap
-    # the room the running commands leave, shared when b's own new command closes in too (with a standing)
+    # the room the commands in flight leave, shared when b's own new command closes in too (with a standing)
     left_over = np.hypot(*(standing[a] - standing[b]).transpose(2, 0, 1)).min(axis=1)
     both = np.hypot(*(standing[a] - planned[b]).transpose(2, 0, 1)).min(axis=1) < left_over - 1e-6
     share = np.where(both, 0.5, 1.0)

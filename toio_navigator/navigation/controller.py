@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from toio_navigator.navigation.arcs import drive_arc
-from toio_navigator.navigation.contact_guard import guard_caps
+from toio_navigator.navigation.contact_guard import guard_caps, in_flight
 from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
 from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
 from toio_navigator.navigation.planner import SwarmState
@@ -44,6 +44,8 @@ LINK_CONNECTED = 2          # CubeState.LINK_CONNECTED (kept numeric so the cont
 TOWARDS, AWAY, STOP = 0, 1, 2
 SATURATIONS = ('keep_rotation', 'reference')
 GUARD_PASSES = 3           # the contact guard checks the wheels it slowed again (a slower arc is another arc)
+GUARD_HISTORY = 10         # commands kept per cube for the contact guard: all those in flight at 20 Hz for a reading
+                           # up to 0.25 s old with 0.2 s latency (3-5 were in flight in a loaded lab run)
 ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out of an HLAvoid overlap
 
 
@@ -87,6 +89,9 @@ class NavigatorSettings:
     # the reference's 250 ms at 70 hardly (cubes would crawl wherever they pass)
     contact_guard: bool = False
     contact_gap: float = 3.0                  # clearance the guard keeps beyond touching, mat units
+    # a command takes effect this long after it is sent, as far as the guard is concerned: a loaded lab run measured
+    # 0.15-0.27 s (10-90 %), median 0.198 (the handle's lag, 0.13 s, is the reference CubeHandle's model)
+    contact_guard_latency_s: float = 0.2
 
     def check(self) -> None:
         """ValueError naming the first bad setting."""
@@ -115,7 +120,8 @@ class NavigatorSettings:
                              '(move-to-target stops within handle_tolerance, so the goal could never be reached)')
         if self.max_speed > MOTOR_MAX:
             raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
-        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s', 'contact_gap'):
+        for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s', 'contact_gap',
+                     'contact_guard_latency_s'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
@@ -327,6 +333,10 @@ class SwarmController:
         self.goals: list[Goal | None] = [None] * n
         self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
         self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
+        # the last GUARD_HISTORY commands sent to each cube, oldest first (the contact guard's commands in flight)
+        self.sent_at = np.full((n, GUARD_HISTORY), -np.inf)     # clock time sent (-inf = none)
+        self.sent_wheels = np.zeros((n, GUARD_HISTORY, 2))      # motor units
+        self.sent_duration = np.zeros((n, GUARD_HISTORY))       # s
         self.walls = settings.wall_rows()
         self.planner = None
         self.last_rays: tuple[np.ndarray, np.ndarray] | None = None   # (N, S) directions and free distances
@@ -470,9 +480,9 @@ class SwarmController:
         speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
         left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
                                    s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation, backward)
-        lead = self._command_lead(now, seen, ok) if s.contact_guard and not coordinating else None
-        for _ in range(GUARD_PASSES if lead is not None else 0):
-            guarded = guard_caps(np.column_stack([pos, th]), speed, self.last_cmd, lead, np.column_stack([left, right]),
+        flight = self._in_flight(now, seen, ok, active) if s.contact_guard and not coordinating else None
+        for _ in range(GUARD_PASSES if flight is not None else 0):
+            guarded = guard_caps(np.column_stack([pos, th]), speed, *flight, np.column_stack([left, right]),
                                  active & ~reached, s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0,
                                  s.contact_gap, hp.k, hp.wheel_track, float(hp.dead_zone))
             if not (guarded < speed).any():
@@ -482,6 +492,7 @@ class SwarmController:
                                        hp, s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation, backward)
         stop_now, self.stop_requested = self.stop_requested, set()
         out: list[CubeCommand] = []
+        issued = []
         for i, cube in enumerate(s.cubes):
             g = self.goals[i]
             if g is not None and reached[i]:
@@ -494,24 +505,41 @@ class SwarmController:
             if motor is not None:
                 self.last_cmd[i] = motor[:2]
                 self.last_cmd_until[i] = now + motor[2] / 1000.0
+                issued.append((i, motor))
             out.append(CubeCommand(cube, self.last_goal_id[i], bool(active[i]),
                                    (float(waypoint[i, 0]), float(waypoint[i, 1])), float(speed[i]), float(ratio[i]),
                                    bool(collision[i]), bool(g.reached) if g else False, motor, not bool(live[i]),
                                    bool(self.on_mat[i]), int(self.stamp_ns[i]) if seen[i] else 0,
                                    self.last_goal[i], self.state_in[i] if seen[i] else None))
+        self._remember(now, issued)
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out
 
-    def _command_lead(self, now: float, seen: np.ndarray, ok: np.ndarray) -> np.ndarray:
-        """For the contact guard, on its own motion model (on the safe side of the planner's): how long each cube's
-        last command still drives it from its reading. A command takes effect ``lag`` after it is sent and drives
-        for its duration from then, so a cube whose last command ran out on the navigator's clock may still be
-        driving it (the planner's entity velocities leave such a cube at rest, as the reference does); the new
-        command takes over ``lag`` after this tick."""
-        until = self.last_cmd_until + self.handle.lag                # when the last command stops driving
-        return np.where(ok, np.clip(np.minimum(now + self.handle.lag, until) - np.where(seen, self.stamp, now),
-                                    0.0, 1.0), 0.0)
+    def _remember(self, now: float, sent: list[tuple[int, tuple[int, int, int]]]) -> None:
+        """Append this tick's commands ((cube row, (left, right, duration_ms))) to each cube's history."""
+        if not sent:
+            return
+        rows = np.array([i for i, _ in sent])
+        motors = np.array([m for _, m in sent], dtype=float)
+        for a in (self.sent_at, self.sent_wheels, self.sent_duration):
+            a[rows, :-1] = a[rows, 1:]
+        self.sent_at[rows, -1] = now
+        self.sent_wheels[rows, -1] = motors[:, :2]
+        self.sent_duration[rows, -1] = motors[:, 2] / 1000.0
+
+    def _in_flight(self, now: float, seen: np.ndarray, ok: np.ndarray, active: np.ndarray):
+        """For the contact guard, on its own motion model (on the safe side of the planner's): the commands still
+        in flight towards each cube as segments of its way from its reading (:func:`in_flight`). A command takes
+        effect ``contact_guard_latency_s`` after it is sent and drives until the next one does or its duration
+        ends, so a cube may still be executing several older commands (the planner's entity velocities see only
+        the last one, as the reference does); this tick's command, which every active cube gets (a hold at its
+        goal included), takes over that latency after the tick. A cube not controllable this tick has none."""
+        wheels, start, end, new_at = in_flight(self.sent_at, self.sent_wheels, self.sent_duration,
+                                               np.where(seen, self.stamp, now), now,
+                                               self.settings.contact_guard_latency_s, active)
+        return (np.where(ok[:, None, None], wheels, 0.0), np.where(ok[:, None], start, 0.0),
+                np.where(ok[:, None], end, 0.0), np.where(ok, new_at, 0.0))
 
     def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
         """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command

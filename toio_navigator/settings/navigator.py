@@ -66,6 +66,9 @@ SETTING_PARAMS = (
           'contact_gap, whatever its planner says (planners with their own safety layer excepted)', runtime=True),
     Param('contact_gap', _DEFAULT.contact_gap, 'clearance the contact guard keeps beyond touching, mat units',
           low=0.0, high=100.0, runtime=True),
+    Param('contact_guard_latency_s', _DEFAULT.contact_guard_latency_s, 'the contact guard counts a command as '
+          'taking effect this long after it is sent, and the older commands still in flight as driving until then, '
+          's (a loaded lab run measured 0.15-0.27 s)', low=0.0, high=1.0, runtime=True),
 )
 SETTING_PARAMETERS = tuple(p.name for p in SETTING_PARAMS)
 
