@@ -199,3 +199,40 @@ def test_the_shipped_guard_keeps_hlavoid_swaps_on_a_loaded_host_free_of_contacts
     bare = run_trial(scenarios[name], 'hlavoid', LOADED, seed, {'contact_guard': False}).record
     assert bare['collisions'] > 0                            # the case is one where HLAvoid alone touches
     assert guarded['collisions'] == 0 and guarded['success'], guarded['failure']
+
+
+def run_pair_late(latency: float, delay: float = 0.2) -> float:
+    """run_pair's two cubes, but each command takes effect ``delay`` after it is sent (a loaded lab host) and
+    runs until the next one does or its duration ends; the cubes move in 10 ms steps. The guard counts
+    ``latency``. The smallest distance between them."""
+    settings = NavigatorSettings(cubes=('a', 'b'), contact_guard=True, stuck_time_s=0.0, command_duration_ms=150,
+                                 contact_guard_latency_s=latency)
+    ctl = SwarmController(settings, params=NavigatorParams(avoid=replace(NavigatorParams().avoid, margin=0.0)))
+    pose = {'a': [150.0, 250.0, 0.0], 'b': [350.0, 250.0, math.pi]}
+    ctl.set_goal('a', 1, 350.0, 250.0, 0, 50.0, 0.0)
+    ctl.set_goal('b', 1, 150.0, 250.0, 0, 50.0, 0.0)
+    queue = {c: [] for c in pose}
+    running = {c: (0, 0, -1.0) for c in pose}
+    closest, t = math.inf, 0.0
+    for tick in range(80):                     # 4 s: they meet within 2
+        t = tick * 0.05
+        for c, (x, y, th) in pose.items():
+            ctl.update_state(c, x, y, th, True, 2, stamp_ns=int(round(t * 1e9)))
+        queue.update({cmd.cube: queue[cmd.cube] + [(t + delay, cmd.motor)] for cmd in ctl.step(now=t) if cmd.motor})
+        for step in range(5):
+            at = t + step * 0.01
+            for c in pose:
+                while queue[c] and queue[c][0][0] <= at + 1e-9:
+                    start, (left, right, ms) = queue[c].pop(0)
+                    running[c] = (left, right, start + ms / 1000.0)
+                left, right, until = running[c] if at < running[c][2] else (0, 0, 0.0)
+                x, y, th = pose[c]
+                v, w = 0.5 * (left + right) * K, (left - right) * K / ctl.handle.wheel_track
+                pose[c] = [x + v * 0.01 * math.cos(th), y + v * 0.01 * math.sin(th), th + w * 0.01]
+            closest = min(closest, math.dist(pose['a'][:2], pose['b'][:2]))
+    return closest
+
+
+def test_the_guard_keeps_the_gap_when_commands_take_effect_as_late_as_it_counts():
+    assert run_pair_late(0.2) >= NEED
+    assert run_pair_late(0.13) < NEED      # counting the handle's lag instead, the gap is lost
