@@ -46,7 +46,6 @@ SATURATIONS = ('keep_rotation', 'reference')
 GUARD_PASSES = 3           # the contact guard checks the wheels it slowed again (a slower arc is another arc)
 GUARD_HISTORY = 10         # commands kept per cube for the contact guard: all those in flight at 20 Hz for a reading
                            # up to 0.25 s old with 0.2 s latency (3-5 were in flight in a loaded lab run)
-GUARD_LATENCIES = 3         # delays from the handle's lag to contact_guard_latency_s the guard checks
 ESCAPE_SPEED = 20.0         # motor units (~41 units/s): the breaker's crawl out of an HLAvoid overlap
 
 
@@ -481,16 +480,11 @@ class SwarmController:
         speed = np.where(self.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
         left, right = drive_wheels(pos[:, 0], pos[:, 1], th, px, py, pth, waypoint[:, 0], waypoint[:, 1], speed, hp,
                                    s.rotate_time_ms, s.handle_tolerance, s.border_stop, s.saturation, backward)
-        # the delay from sending to effect is only known to lie between the handle's lag and the guard's
-        # latency: a cap must hold at either end and between (a way predicted too early or too late both miss)
-        flights = [self._in_flight(now, seen, ok, active, lat) for lat in
-                   np.linspace(min(hp.lag, s.contact_guard_latency_s), s.contact_guard_latency_s, GUARD_LATENCIES)] \
-            if s.contact_guard and not coordinating else []
-        for _ in range(GUARD_PASSES if flights else 0):
-            guarded = np.minimum.reduce([
-                guard_caps(np.column_stack([pos, th]), speed, *flight, np.column_stack([left, right]),
-                           active & ~reached, s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0,
-                           s.contact_gap, hp.k, hp.wheel_track, float(hp.dead_zone)) for flight in flights])
+        flight = self._in_flight(now, seen, ok, active) if s.contact_guard and not coordinating else None
+        for _ in range(GUARD_PASSES if flight is not None else 0):
+            guarded = guard_caps(np.column_stack([pos, th]), speed, *flight, np.column_stack([left, right]),
+                                 active & ~reached, s.body_radius + self.frozen_extra, s.command_duration_ms / 1000.0,
+                                 s.contact_gap, hp.k, hp.wheel_track, float(hp.dead_zone))
             if not (guarded < speed).any():
                 break
             speed = guarded
@@ -534,7 +528,7 @@ class SwarmController:
         self.sent_wheels[rows, -1] = motors[:, :2]
         self.sent_duration[rows, -1] = motors[:, 2] / 1000.0
 
-    def _in_flight(self, now: float, seen: np.ndarray, ok: np.ndarray, active: np.ndarray, latency: float):
+    def _in_flight(self, now: float, seen: np.ndarray, ok: np.ndarray, active: np.ndarray):
         """For the contact guard, on its own motion model (on the safe side of the planner's): the commands still
         in flight towards each cube as segments of its way from its reading (:func:`in_flight`). A command takes
         effect ``contact_guard_latency_s`` after it is sent and drives until the next one does or its duration
@@ -543,7 +537,7 @@ class SwarmController:
         goal included), takes over that latency after the tick. A cube not controllable this tick has none."""
         wheels, start, end, new_at = in_flight(self.sent_at, self.sent_wheels, self.sent_duration,
                                                np.where(seen, self.stamp, now), now,
-                                               latency, active)
+                                               self.settings.contact_guard_latency_s, active)
         return (np.where(ok[:, None, None], wheels, 0.0), np.where(ok[:, None], start, 0.0),
                 np.where(ok[:, None], end, 0.0), np.where(ok, new_at, 0.0))
 
