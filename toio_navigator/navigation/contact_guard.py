@@ -40,22 +40,35 @@ AHEAD_S = 1.0
 
 
 def in_flight(sent_at: np.ndarray, wheels: np.ndarray, duration: np.ndarray, reading: np.ndarray, now: float,
-              latency: float, replaced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+              latency: float, replaced: np.ndarray, write_gap: float = 0.0) -> tuple[np.ndarray, np.ndarray,
+                                                                                     np.ndarray, np.ndarray]:
     """The commands in flight towards N cubes as segments of their way, in seconds from each cube's reading.
 
     ``sent_at`` (N, M) send times, oldest first (-inf for an empty slot), ``wheels`` (N, M, 2) and ``duration``
     (N, M, s) of the last M commands sent to each cube; ``reading`` (N,) the time of its reading; ``replaced``
-    (N,) the cubes that get a new command this tick. A command drives from its send time + ``latency`` until the
-    next one takes effect (this tick's at ``now`` + ``latency`` for a replaced cube) or its own duration ends.
+    (N,) the cubes that get a new command this tick. The driver writes at most one command per ``write_gap``: a
+    command waits for its slot, and one still waiting when the next comes is replaced by it (never written). A
+    written command drives from its write time + ``latency`` until the next one takes effect (this tick's for a
+    replaced cube) or its duration from its send time ends (the driver cuts what it waited).
     Returns (wheels (N, M, 2), start (N, M), end (N, M), new_at (N,)): a segment drives from start to end (end <=
     the next start; none before the reading: all clipped to >= 0), the new command from new_at."""
     sent_at = np.asarray(sent_at, dtype=float)
+    n, m = sent_at.shape
     reading = np.asarray(reading, dtype=float)[:, None]                  # finite: an unseen cube's is now
-    new_at = now + latency
-    nxt = np.concatenate([sent_at[:, 1:] + latency, np.where(replaced, new_at, np.inf)[:, None]], axis=1)
-    start = np.clip(sent_at + latency - reading, 0.0, AHEAD_S)          # an empty slot: -inf, so [0, 0]
-    end = np.clip(np.minimum(sent_at + latency + np.asarray(duration, dtype=float), nxt) - reading, start, AHEAD_S)
-    return np.asarray(wheels, dtype=float), start, end, np.clip(new_at - reading[:, 0], 0.0, AHEAD_S)
+    slot = sent_at.copy()                                                # when each command's write is due
+    written = np.ones((n, m), dtype=bool)
+    for j in range(1, m):
+        waiting = sent_at[:, j] < slot[:, j - 1]                         # j-1 still waits: j takes its place
+        written[:, j - 1] = ~waiting
+        slot[:, j] = np.where(waiting, slot[:, j - 1], np.maximum(sent_at[:, j], slot[:, j - 1] + write_gap))
+    last = slot[:, -1]
+    new_slot = np.where(now < last, last, np.maximum(now, last + write_gap))
+    written[:, -1] = ~(replaced & (now < last))
+    nxt = np.concatenate([slot[:, 1:], np.where(replaced, new_slot, np.inf)[:, None]], axis=1) + latency
+    start = np.clip(slot + latency - reading, 0.0, AHEAD_S)             # an empty slot: -inf, so [0, 0]
+    end = np.minimum(sent_at + latency + np.asarray(duration, dtype=float), nxt) - reading
+    end = np.where(written, np.clip(end, start, AHEAD_S), start)
+    return np.asarray(wheels, dtype=float), start, end, np.clip(new_slot + latency - reading[:, 0], 0.0, AHEAD_S)
 
 
 def ways(pose: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray, new_at: np.ndarray,

@@ -92,6 +92,9 @@ class NavigatorSettings:
     # a command takes effect this long after it is sent, as far as the guard is concerned: a loaded lab run measured
     # 0.15-0.27 s (10-90 %), median 0.198 (the handle's lag, 0.13 s, is the reference CubeHandle's model)
     contact_guard_latency_s: float = 0.2
+    # the drivers write at most one motor command per this long (their min_motor_interval_ms): a command waits for
+    # its slot, and one still waiting when the next comes is never written
+    contact_guard_write_gap_s: float = 0.045
 
     def check(self) -> None:
         """ValueError naming the first bad setting."""
@@ -121,7 +124,7 @@ class NavigatorSettings:
         if self.max_speed > MOTOR_MAX:
             raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
         for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s', 'contact_gap',
-                     'contact_guard_latency_s'):
+                     'contact_guard_latency_s', 'contact_guard_write_gap_s'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
@@ -537,7 +540,8 @@ class SwarmController:
         goal included), takes over that latency after the tick. A cube not controllable this tick has none."""
         wheels, start, end, new_at = in_flight(self.sent_at, self.sent_wheels, self.sent_duration,
                                                np.where(seen, self.stamp, now), now,
-                                               self.settings.contact_guard_latency_s, active)
+                                               self.settings.contact_guard_latency_s, active,
+                                               self.settings.contact_guard_write_gap_s)
         return (np.where(ok[:, None, None], wheels, 0.0), np.where(ok[:, None], start, 0.0),
                 np.where(ok[:, None], end, 0.0), np.where(ok, new_at, 0.0))
 

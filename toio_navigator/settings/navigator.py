@@ -69,6 +69,8 @@ SETTING_PARAMS = (
     Param('contact_guard_latency_s', _DEFAULT.contact_guard_latency_s, 'the contact guard counts a command as '
           'taking effect this long after it is sent, and the older commands still in flight as driving until then, '
           's (a loaded lab run measured 0.15-0.27 s)', low=0.0, high=1.0, runtime=True),
+    Param('contact_guard_write_gap_s', _DEFAULT.contact_guard_write_gap_s, 'the contact guard counts one motor '
+          'write per this long per cube, s (the drivers\' min_motor_interval_ms)', low=0.0, high=1.0, runtime=True),
 )
 SETTING_PARAMETERS = tuple(p.name for p in SETTING_PARAMS)
 
