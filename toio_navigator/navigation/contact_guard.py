@@ -115,12 +115,16 @@ def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, start: np.nda
     planned = ways(pose, old, start, end, new_at, new, span, times, k, track)                    # (N, T, 2)
     standing = ways(pose, old, start, end, new_at, np.zeros_like(new), span, times, k, track)    # no new command
     need = radius[a] + radius[b] + gap
-    closest = np.hypot(*(planned[a] - planned[b]).transpose(2, 0, 1)).min(axis=1)
+    # b's commands in flight may never arrive (a lost write): it may also stand where it was read
+    held = np.broadcast_to(pose[b, None, :2], planned[b].shape)
+    closest = np.minimum(np.hypot(*(planned[a] - planned[b]).transpose(2, 0, 1)).min(axis=1),
+                         np.hypot(*(planned[a] - held).transpose(2, 0, 1)).min(axis=1))
     closing = (closest < need) & (closest < dist - 1e-6)
     if not closing.any():
         return cap
     # the room the commands in flight leave, shared when b's own new command closes in too (with a standing)
-    left_over = np.hypot(*(standing[a] - standing[b]).transpose(2, 0, 1)).min(axis=1)
+    left_over = np.minimum(np.hypot(*(standing[a] - standing[b]).transpose(2, 0, 1)).min(axis=1),
+                           np.hypot(*(standing[a] - held).transpose(2, 0, 1)).min(axis=1))
     both = np.hypot(*(standing[a] - planned[b]).transpose(2, 0, 1)).min(axis=1) < left_over - 1e-6
     share = np.where(both, 0.5, 1.0)
     allowed = np.maximum(left_over - need, 0.0) * share / ((run + WHEEL_COAST_S) * k)
