@@ -48,6 +48,9 @@ def test_a_saved_file_without_every_run_the_table_needs_is_refused(table, tmp_pa
     args = argparse.Namespace(trial_profiles='ble', trial_max_agents=64, trial_seeds=3, trial_planners='hlavoid')
     with pytest.raises(SystemExit, match='coordinated under ble lacks 3 of the 9 runs'):
         table.reuse_trials(_saved(tmp_path, scenarios, 2), {('hlavoid', 'ble'): []}, scenarios, args)
+    args.trial_seeds, args.trial_profiles = 2, 'ble,loaded'        # saved under ble only
+    with pytest.raises(SystemExit, match='coordinated under loaded lacks 6 of the 6 runs'):
+        table.reuse_trials(_saved(tmp_path, scenarios, 2), {('hlavoid', 'ble'): []}, scenarios, args)
     (tmp_path / 'bad.json').write_text('[1, 2]')
     with pytest.raises(SystemExit, match='not a --trial-out file'):
         table.reuse_trials(tmp_path / 'bad.json', {('hlavoid', 'ble'): []}, scenarios, args)

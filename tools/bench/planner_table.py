@@ -189,14 +189,16 @@ def reuse_trials(path: Path, trials: dict, scenarios, args) -> str:
     for r in records:
         if r['planner'] not in ran and r['profile'] in profiles and (r['name'], r['seed']) in wanted:
             groups.setdefault((r['planner'], r['profile']), []).append(r)
-    for (planner, profile), rows in sorted(groups.items()):
-        have = {(r['name'], r['seed']) for r in rows}
-        if have != wanted:
-            raise SystemExit(f'planner_table: --trial-reuse {path}: {planner} under {profile} lacks '
-                             f'{len(wanted - have)} of the {len(wanted)} runs this table needs')
-        trials[(planner, profile)] = sorted(rows, key=lambda r: [s.name for s in scenarios].index(r['name']) * 1000
-                                            + r['seed'])
     reused = sorted({planner for planner, _ in groups})
+    order = {s.name: i for i, s in enumerate(scenarios)}
+    for planner in reused:
+        for profile in profiles:
+            rows = groups.get((planner, profile), [])
+            have = {(r['name'], r['seed']) for r in rows}
+            if have != wanted:
+                raise SystemExit(f'planner_table: --trial-reuse {path}: {planner} under {profile} lacks '
+                                 f'{len(wanted - have)} of the {len(wanted)} runs this table needs')
+            trials[(planner, profile)] = sorted(rows, key=lambda r: (order[r['name']], r['seed']))
     args.trial_planners = ','.join(sorted(ran | set(reused),
                                           key=lambda p: TRIAL_PLANNERS.index(p) if p in TRIAL_PLANNERS else 99))
     return f'{", ".join(reused)} from {path.name} (commit {saved.get("commit") or "unknown"})' if reused else ''
@@ -251,8 +253,7 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         'run).',
         f'Wall time of this table: {elapsed / 60:.1f} min ({_parts(args)}).' +
         ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.') +
-        (f' Trials of {reused} (`--trial-reuse`: their code had not changed).' if (reused := getattr(
-            args, 'reused', None)) else ''),
+        (f' Trials of {args.reused} (`--trial-reuse`: their code had not changed).' if args.reused else ''),
         '',
     ]
     lines += planners_section()
