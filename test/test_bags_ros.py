@@ -101,9 +101,7 @@ def _live_case(late: int = 0, lag_s: float = 0.0):
                                  c: dict(goal_id=1, active=True, waypoint_x=400.0 + k, waypoint_y=100.0,
                                          speed_limit=50.0, speed_ratio=1.0, state_stamp_ns=int(2 * k * 2e7) + 1000 * j)
                                  for j, c in enumerate(('cube1', 'cube2'))}) for k in range(100)])
-    published = {(c, 10**12 + s.stamp_ns): k for k, (c, s) in enumerate(
-        (c, s) for c in ('cube1', 'cube2') for s in states if s.cube == c)}
-    published = {key: k % 200 for key, k in published.items()}
+    published = {(s.cube, 10**12 + s.stamp_ns): s.stamp_ns for s in states}    # the replay gave each a new stamp
 
     def result(c: str, k: int, has_state: bool, x: float, goal_id: int = 1) -> tuple[float, NavResult]:
         m = NavResult(goal_id=goal_id, active=True, waypoint_x=x, waypoint_y=100.0, speed_limit=50.0, speed_ratio=1.0)

@@ -140,12 +140,13 @@ def _natural(name: str):
     return [int(p) if p.isdigit() else p for p in re.split(r'(\d+)', name)]
 
 
-def _time_ns(t) -> int:
+def ros_time_ns(t) -> int:
+    """A ROS time (sec, nanosec) in nanoseconds."""
     return int(t.sec) * 1_000_000_000 + int(t.nanosec)
 
 
 def _stamp_ns(msg) -> int:
-    return _time_ns(msg.header.stamp)
+    return ros_time_ns(msg.header.stamp)
 
 
 def bag_custom_data(path: Path) -> dict:
@@ -230,7 +231,7 @@ def read_recording(path: str | Path) -> Recording:
                     raise ReplayError(f'{path}: its NavResult has no state_stamp / goal fields (recorded by an older '
                                       'navigator): the ticks cannot be rebuilt; record the run again')
                 fields_ = {f: _plain(getattr(msg, f)) for f in NAV_FIELDS + INPUT_FIELDS[1:]}
-                fields_['state_stamp_ns'] = _time_ns(msg.state_stamp)
+                fields_['state_stamp_ns'] = ros_time_ns(msg.state_stamp)
                 fields_['state'] = _state_copy(msg, cube, fields_['state_stamp_ns'], bag_ns)
                 fields_['tick'] = int(msg.tick) if hasattr(msg, 'tick') else None
                 results.append((_stamp_ns(msg), bag_ns, cube, fields_))

@@ -26,6 +26,7 @@ from toio_navigator.bags.replay import (
     ReplayError,
     ReplayReport,
     read_recording,
+    ros_time_ns,
     service_goals,
 )
 from toio_navigator.msg import CubeState, NavGoal, NavResult
@@ -55,9 +56,7 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     live: dict[str, list] = {c: [] for c in rec.cubes}
-    # the stamp each published state carried -> its place in its cube's recorded sequence
-    order = state_order(rec)
-    published: dict[tuple[str, int], int] = {}
+    published: dict[tuple[str, int], int] = {}    # (cube, stamp a state was given) -> its recorded stamp
     state_pubs = {c: node.create_publisher(CubeState, f'/{c}/state', qos_profile_sensor_data) for c in rec.cubes}
     goal_pubs = {c: node.create_publisher(NavGoal, f'/{c}/goal', 10) for c in rec.cubes}
     started = [0.0]
@@ -92,7 +91,7 @@ def replay_live(bag: Path, tolerances: dict | None = None, rate: float = 1.0, wa
                                 link_state=item.link_state)
                 msg.header.stamp = node.get_clock().now().to_msg()
                 msg.header.frame_id = 'mat'
-                published[(item.cube, _ns(msg.header.stamp))] = order[(item.cube, item.stamp_ns)]
+                published[(item.cube, ros_time_ns(msg.header.stamp))] = item.stamp_ns
                 state_pubs[item.cube].publish(msg)
             else:
                 sent.append((time.monotonic() - started[0], item.cube, item.goal_id))
@@ -129,7 +128,7 @@ def compare_live(rec, live: dict, tol: dict, published: dict[tuple[str, int], in
     """Each recorded NavResult against the live ones of the same cube and goal built on the same recorded state,
     or on one up to ``reach`` states before or after it (the two navigators tick at other instants, so they pick
     neighbouring states). ``live``: cube -> [(seconds since the start, NavResult)] as received; ``published``:
-    (cube, stamp the replay gave a state) -> that state's place in the cube's recorded sequence."""
+    (cube, stamp the replay gave a state) -> the stamp it was recorded with."""
     report = ReplayReport(rec.path)
     report.notes.append('live mode: outputs compared within ' + ', '.join(f'{k} {v:g}' for k, v in tol.items()
                                                                          if k in LIVE_FIELDS))
@@ -142,14 +141,14 @@ def compare_live(rec, live: dict, tol: dict, published: dict[tuple[str, int], in
     # the live navigator may get its first states later than the recorded one did (states are best effort, and a
     # busy machine drops some while discovery settles): until it has published a NavResult built on a state of
     # every cube, its outputs answer other inputs than the recorded ones (a cube without a state is far away)
-    seen = [min((at for at, m in live.get(c) or [] if _ns(m.state_stamp)), default=math.inf)
+    seen = [min((at for at, m in live.get(c) or [] if ros_time_ns(m.state_stamp)), default=math.inf)
             for c, first in zip(rec.cubes, firsts) if first is not None]
     live_ready = max(seen, default=0.0)
     by_state: dict[tuple[str, int], list] = {}
     pursued = {(c, m.goal_id) for c, got in live.items() for _, m in got}
     for c, got in live.items():
         for at, m in got:
-            k = published.get((c, _ns(m.state_stamp)))
+            k = order.get((c, published.get((c, ros_time_ns(m.state_stamp)))))
             if at >= live_ready and k is not None:
                 by_state.setdefault((c, k), []).append(m)
     skipped, unmatched = 0, 0
@@ -190,7 +189,3 @@ def compare_live(rec, live: dict, tol: dict, published: dict[tuple[str, int], in
         report.notes.append(f'{unmatched} recorded NavResults had no live one built on a neighbouring state with '
                             'the same goal')
     return report
-
-
-def _ns(stamp) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec

@@ -6,6 +6,8 @@ planners the navigator offers (hlavoid, orca_kr, orca_kr_diff, coordinated) in c
     python tools/bench/planner_table.py --max-agents 64 -j 2   # only the scenarios with at most 64 cubes
     python tools/bench/planner_table.py --no-trial          # the ideal-disc benchmark only (a few minutes)
     python tools/bench/planner_table.py --no-cap            # every run to its end, the big circles too (slow)
+    python tools/bench/planner_table.py --full-best -j 2 --trial-planners hlavoid --trial-reuse trials.json
+                                       # a change to hlavoid only: the other planners' trials from a saved run
 
 Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
 by default: they measure cost per agent-step (the cost-versus-N sweep), and the table marks them "cost only".
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
     parser.add_argument('--trial-out', type=Path,
                         help='also write every trial record here ({"results": [...]}, as toio-nav trial --out)')
+    parser.add_argument('--trial-reuse', type=Path,
+                        help='take the trials of the planners not in --trial-planners from this file (written by '
+                             '--trial-out): only for planners whose code has not changed since')
     parser.add_argument('--max-agents', type=int, help='only scenarios with at most this many cubes (all parts)')
     parser.add_argument('--coordinated-max-agents', type=int, default=256,
                         help=f'{COORDINATED} only on scenarios with at most this many cubes (its first step plans '
@@ -120,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                 full_best.append(dict(run.metrics, capped=False))
     bench_s = time.monotonic() - started
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
+    args.reused = reuse_trials(args.trial_reuse, trials, scenarios, args) if args.trial_reuse and trials else None
     if args.trial_out is not None:
         records = [record for rows in trials.values() for record in rows]
-        args.trial_out.write_text(json.dumps({'results': records}, indent=1) + '\n', encoding='utf-8')
+        args.trial_out.write_text(json.dumps({'results': records, 'commit': git_commit()}, indent=1) + '\n',
+                                  encoding='utf-8')
     elapsed = time.monotonic() - started
     args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +159,49 @@ def run_trials(scenarios, args, bar) -> dict[tuple[str, str], list[dict]]:
             out.setdefault((job[1], job[2]), []).append(record)
     bar.clear()
     return out
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, with "+changes" when its files differ from it (None outside git)."""
+    try:
+        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ('+changes' if dirty else '')
+
+
+def reuse_trials(path: Path, trials: dict, scenarios, args) -> str:
+    """Add to ``trials`` the saved records of every planner this run did not try, for the same profiles,
+    scenarios and seeds (SystemExit naming what is missing); which planners came from which commit."""
+    try:
+        saved = json.loads(path.read_text(encoding='utf-8'))
+        records = saved['results']
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f'planner_table: --trial-reuse {path}: not a --trial-out file ({exc})') from exc
+    ran = {planner for planner, _ in trials}
+    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
+    wanted = {(s.name, seed) for s in scenarios if s.n_agents <= args.trial_max_agents
+              for seed in range(args.trial_seeds)}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        if r['planner'] not in ran and r['profile'] in profiles and (r['name'], r['seed']) in wanted:
+            groups.setdefault((r['planner'], r['profile']), []).append(r)
+    reused = sorted({planner for planner, _ in groups})
+    order = {s.name: i for i, s in enumerate(scenarios)}
+    for planner in reused:
+        for profile in profiles:
+            rows = groups.get((planner, profile), [])
+            have = {(r['name'], r['seed']) for r in rows}
+            if have != wanted:
+                raise SystemExit(f'planner_table: --trial-reuse {path}: {planner} under {profile} lacks '
+                                 f'{len(wanted - have)} of the {len(wanted)} runs this table needs')
+            trials[(planner, profile)] = sorted(rows, key=lambda r: (order[r['name']], r['seed']))
+    args.trial_planners = ','.join(sorted(ran | set(reused),
+                                          key=lambda p: TRIAL_PLANNERS.index(p) if p in TRIAL_PLANNERS else 99))
+    return f'{", ".join(reused)} from {path.name} (commit {saved.get("commit") or "unknown"})' if reused else ''
 
 
 def cell(value, fmt):
@@ -201,7 +252,8 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         'are noisy: compare `cost_ratio_vs_b0` (the B0 reference kernel of docs/metrics.md §7, timed in the same',
         'run).',
         f'Wall time of this table: {elapsed / 60:.1f} min ({_parts(args)}).' +
-        ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.'),
+        ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.') +
+        (f' Trials of {args.reused} (`--trial-reuse`: their code had not changed).' if args.reused else ''),
         '',
     ]
     lines += planners_section()
