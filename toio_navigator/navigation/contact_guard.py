@@ -12,7 +12,10 @@ The guard runs once the wheel commands of a tick are known and only ever lowers 
   stops when its last one ends. Why all of them and not only the
   last one sent: a real cube is still executing the three to five commands sent before it, and when those were
   fast and straight while the last one turns on the spot, crediting the turn at once predicts a cube standing
-  where it drives 16 units further (a lab run's contact);
+  where it drives 16 units further (a lab run's contact); the driver writes one command per ``write_gap`` and
+  drops one still waiting for its slot when the next comes, and so does the prediction;
+* the other cube of a pair may have lost its commands in flight (a lost write): it counts both on its way and
+  standing where it was read, whichever comes closer;
 * a cube whose pair with another one comes closer on that way than touching + ``gap`` *and* closer than it is
   now is capped so that its new command covers at most the room the commands in flight leave (half of it when the
   other cube's new command closes in too: each takes half, so neither waits for the other); 0 when there is
