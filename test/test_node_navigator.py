@@ -339,3 +339,19 @@ def test_a_cube_that_goes_silent_while_driving_is_expected_where_its_last_comman
     assert 102 < x < 150 and abs(y - 250) < 5              # between its last reading and where it would stop,
     assert 105 < ahead < 200                               # covering both
 
+
+
+def test_destroy_node_takes_the_whole_navigator_off_the_graph(ros):
+    """destroy_node must leave nothing of the navigator behind: its action servers (Node.destroy_node does not
+    destroy those) held its rcl node, so the node and its DDS participant outlived it, until the interpreter's
+    final garbage collection, after rclpy had been shut down."""
+    context, _executor = ros
+    nav = NavigatorNode(context=context)
+    probe = Node('probe', context=context)
+    try:
+        assert 'navigator' in [name for name, _ns in probe.get_node_names_and_namespaces()]
+        nav.destroy_node()
+        assert 'navigator' not in [name for name, _ns in probe.get_node_names_and_namespaces()]
+        assert not [topic for topic, _types in probe.get_topic_names_and_types() if 'navigate_to_pose' in topic]
+    finally:
+        probe.destroy_node()

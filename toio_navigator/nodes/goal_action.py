@@ -59,12 +59,21 @@ class GoalInterfaces:
         self.lock = threading.RLock()          # a MultiThreadedExecutor may run a tick beside an action callback
         self._actions: dict[bytes, _ActionGoal] = {}       # goal uuid -> its goal (goal handles do not hash)
         self._told_orientation = False
+        self._servers: list[ActionServer] = []
         for cube in controller.settings.cubes:
             node.create_subscription(PoseStamped, f'{cube}/goal_pose', lambda m, c=cube: self._on_goal_pose(c, m), 10)
-            ActionServer(node, NavigateToPose, f'{cube}/navigate_to_pose', self._execute,
-                         goal_callback=lambda _request: GoalResponse.ACCEPT,     # refusals come with a reason
-                         handle_accepted_callback=lambda handle, c=cube: self._on_accepted(c, handle),
-                         cancel_callback=self._on_cancel)
+            self._servers.append(ActionServer(
+                node, NavigateToPose, f'{cube}/navigate_to_pose', self._execute,
+                goal_callback=lambda _request: GoalResponse.ACCEPT,     # refusals come with a reason
+                handle_accepted_callback=lambda handle, c=cube: self._on_accepted(c, handle),
+                cancel_callback=self._on_cancel))
+
+    def destroy(self) -> None:
+        """Destroy the action servers; the node's destroy_node calls this first. Node.destroy_node does not destroy
+        action servers, and each one holds the node's rcl handle: left alive, they kept the node and its DDS
+        participant until the interpreter's final garbage collection, after rclpy was shut down."""
+        while self._servers:
+            self._servers.pop().destroy()
 
     # ---------------------------------------------------------------------------------------- every goal
     def apply(self, cube: str, goal, source: str, owner: object = None, give_up: bool = False) -> str:

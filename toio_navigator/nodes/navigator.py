@@ -211,6 +211,7 @@ class NavigatorNode(Node):
         stop_ms = int(self.controller.settings.stop_duration_ms)
         for publisher in self.cmd_pubs.values():
             publisher.publish(MotorCommand(left=0, right=0, duration_ms=stop_ms))
+        self.goals.destroy()
         super().destroy_node()
 
 
