@@ -340,7 +340,6 @@ def test_a_cube_that_goes_silent_while_driving_is_expected_where_its_last_comman
     assert 105 < ahead < 200                               # covering both
 
 
-
 def test_destroy_node_takes_the_whole_navigator_off_the_graph(ros):
     """destroy_node must leave nothing of the navigator behind: its action servers (Node.destroy_node does not
     destroy those) held its rcl node, so the node and its DDS participant outlived it, until the interpreter's
