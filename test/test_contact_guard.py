@@ -242,3 +242,40 @@ def run_pair_late(latency: float, delay: float = 0.2) -> float:
 def test_the_guard_keeps_the_gap_when_commands_take_effect_as_late_as_it_counts():
     assert run_pair_late(0.2) >= NEED
     assert run_pair_late(0.13) < NEED      # counting the handle's lag instead, the gap is lost
+
+
+def next_caps(recorded: tuple[int, int, int] | None) -> tuple[dict[str, float], SwarmController]:
+    """Cubes a and b 80 apart, head-on, told to drive through each other at 50; after the first tick cube a's
+    command is replaced by ``recorded`` (what a bag says the cube got). Each cube's speed limit at the second."""
+    settings = NavigatorSettings(cubes=('a', 'b'), contact_guard=True, stuck_time_s=0.0, command_duration_ms=150)
+    ctl = SwarmController(settings, params=NavigatorParams(avoid=replace(NavigatorParams().avoid, margin=0.0)))
+    ctl.set_goal('a', 1, 400.0, 250.0, 0, 50.0, 0.0)
+    ctl.set_goal('b', 1, 100.0, 250.0, 0, 50.0, 0.0)
+    for t in (0.0, 0.05):
+        ctl.update_state('a', 200.0, 250.0, 0.0, True, 2, stamp_ns=int(t * 1e9))
+        ctl.update_state('b', 280.0, 250.0, math.pi, True, 2, stamp_ns=int(t * 1e9))
+        commands = ctl.step(now=t)
+        if t == 0.0 and recorded:
+            ctl.replace_last_command(0, recorded)
+    return {c.cube: c.speed_limit for c in commands}, ctl
+
+
+def test_a_recorded_command_put_in_place_of_the_sent_one_is_what_the_guard_and_the_motion_model_see():
+    # bag replay puts the commands the recorded cubes got in place of its own: a's full-speed second must slow both
+    own, _ = next_caps(None)
+    recorded, ctl = next_caps((115, 115, 1000))
+    assert own == {'a': 50.0, 'b': 50.0}
+    assert recorded['a'] < 48.0 and recorded['b'] < 48.0
+    assert ctl.last_cmd[0].tolist() != [115.0, 115.0]        # the second tick sent a its own command again
+    assert ctl.sent_wheels[0, -2].tolist() == [115.0, 115.0] and ctl.sent_duration[0, -2] == 1.0
+
+
+def test_the_motion_model_runs_the_replaced_command_for_its_own_duration():
+    ctl = SwarmController(NavigatorSettings(cubes=('a',)))
+    with pytest.raises(ValueError, match='a has been sent no command'):
+        ctl.replace_last_command(0, (10, 10, 100))
+    ctl.set_goal('a', 1, 400.0, 250.0, 0, 50.0, 0.0)
+    ctl.update_state('a', 200.0, 250.0, 0.0, True, 2, stamp_ns=2_000_000_000)
+    ctl.step(now=2.0)
+    ctl.replace_last_command(0, (-30, 40, 700))
+    assert ctl.last_cmd[0].tolist() == [-30.0, 40.0] and ctl.last_cmd_until[0] == pytest.approx(2.7)

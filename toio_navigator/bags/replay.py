@@ -542,11 +542,9 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
             continue
         diffs = _compare(tick, commands, rec, tol, ctrl.settings, absent, forced,
                          tail=k >= len(rec.ticks) - TAIL_TICKS)
-        if resync:     # the cubes got the recorded commands: the next tick's motion model uses them
-            for cube, (left, right, duration_ms) in forced:
-                i = ctrl.index[cube]
-                ctrl.last_cmd[i] = (left, right)
-                ctrl.last_cmd_until[i] = tick_s + duration_ms / 1000.0
+        if resync:     # the cubes got the recorded commands: the motion model and the contact guard count with them
+            for cube, motor in forced:
+                ctrl.replace_last_command(ctrl.index[cube], motor)
         report.ticks += 1
         report.compared['nav_result'] += sum(1 for c in rec.cubes if c in tick.results)
         report.compared['motor_cmd'] += len(forced)
@@ -651,8 +649,7 @@ def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, stam
             continue
         motor = rec.motors.get(cmd.cube, MotorLog()).take(stamp_ns)
         if motor is not None:
-            ctrl.last_cmd[i] = motor[:2]
-            ctrl.last_cmd_until[i] = stamp_seconds(stamp_ns) + motor[2] / 1000.0
+            ctrl.replace_last_command(i, motor)
 
 
 def _completeness(rec: Recording, report: ReplayReport, rate: float) -> None:

@@ -334,9 +334,8 @@ class SwarmController:
         self.frozen_valid = np.zeros(n, dtype=bool)
         self.frozen_extra = np.zeros(n)                # margin added to a silent cube (uncertain stop point)
         self.goals: list[Goal | None] = [None] * n
-        self.last_cmd = np.zeros((n, 2))               # last wheel command sent, motor units
-        self.last_cmd_until = np.full(n, -np.inf)      # clock time the last command expires
-        # the last GUARD_HISTORY commands sent to each cube, oldest first (the contact guard's commands in flight)
+        # the last GUARD_HISTORY commands sent to each cube, oldest first: the contact guard's commands in flight;
+        # the newest is the motion model's last command (last_cmd, last_cmd_until)
         self.sent_at = np.full((n, GUARD_HISTORY), -np.inf)     # clock time sent (-inf = none)
         self.sent_wheels = np.zeros((n, GUARD_HISTORY, 2))      # motor units
         self.sent_duration = np.zeros((n, GUARD_HISTORY))       # s
@@ -506,8 +505,6 @@ class SwarmController:
             elif (active[i] and reached[i]) or (seen[i] and not ok[i] and has_goal[i]) or i in stop_now:
                 motor = (0, 0, int(s.stop_duration_ms))   # hold at the goal; stop a stale / off-mat cube
             if motor is not None:
-                self.last_cmd[i] = motor[:2]
-                self.last_cmd_until[i] = now + motor[2] / 1000.0
                 issued.append((i, motor))
             out.append(CubeCommand(cube, self.last_goal_id[i], bool(active[i]),
                                    (float(waypoint[i, 0]), float(waypoint[i, 1])), float(speed[i]), float(ratio[i]),
@@ -518,6 +515,25 @@ class SwarmController:
         self.last_waypoints = waypoint
         self.last_collision = collision
         return out
+
+    @property
+    def last_cmd(self) -> np.ndarray:
+        """(N, 2) the last wheel command sent to each cube, motor units (0, 0 before the first)."""
+        return self.sent_wheels[:, -1]
+
+    @property
+    def last_cmd_until(self) -> np.ndarray:
+        """(N,) the clock time each cube's last command expires (-inf before the first)."""
+        return self.sent_at[:, -1] + self.sent_duration[:, -1]
+
+    def replace_last_command(self, i: int, motor: tuple[int, int, int]) -> None:
+        """Put ``motor`` (left, right, duration_ms), which cube row ``i`` got instead, in place of the command
+        this controller sent it last (bag replay: what the recorded cubes got). It keeps that command's send
+        time, and both the motion model and the contact guard see the new one."""
+        if not np.isfinite(self.sent_at[i, -1]):
+            raise ValueError(f'{self.settings.cubes[i]} has been sent no command to replace')
+        self.sent_wheels[i, -1] = motor[:2]
+        self.sent_duration[i, -1] = motor[2] / 1000.0
 
     def _remember(self, now: float, sent: list[tuple[int, tuple[int, int, int]]]) -> None:
         """Append this tick's commands ((cube row, (left, right, duration_ms))) to each cube's history."""
