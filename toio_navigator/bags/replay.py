@@ -640,9 +640,9 @@ def _goal_tuple(g) -> tuple | None:
 
 def _adopt_recorded_motors(ctrl: SwarmController, rec: Recording, commands, stamp_ns: int) -> None:
     """On a tick that is not compared (warm-up, lost inputs) the recorded commands are what the cubes got: the
-    controller's motion model uses them instead of its own. Whether a cube got one at all is the replay's own
-    decision (it depends only on stamps, goals and positions, which are exact), so a lost NavResult does not
-    shift which recorded command belongs to which later tick."""
+    controller's motion model and contact guard count with them instead of its own. Whether a cube got one at
+    all is the replay's own decision (it depends only on stamps, goals and positions, which are exact), so a lost
+    NavResult does not shift which recorded command belongs to which later tick."""
     for cmd in commands:
         i = ctrl.index.get(cmd.cube)
         if i is None or cmd.motor is None:

@@ -441,7 +441,8 @@ class SwarmController:
         pos = np.where(seen[:, None], pose[:, :2], np.array([-1e4, -1e4]))  # unseen cubes: far away
         th = np.where(seen, pose[:, 2], 0.0)
         # velocities from the command model (the reference's entity velocities); not for stopped cubes
-        running = ok & (now < self.last_cmd_until)
+        until = self.last_cmd_until                    # derived from the history: computed once per tick
+        running = ok & (now < until)
         wheels = self.last_cmd * hp.k                  # u/s of each wheel under the last command sent
         spd_l, spd_r = np.where(running[:, None], wheels, 0.0).T
         spd = 0.5 * (spd_l + spd_r)
@@ -459,7 +460,7 @@ class SwarmController:
 
         # the state was read `age` before the tick; the next command takes effect `lag` after it
         age = np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0)
-        rest = np.where(ok, np.maximum(self.last_cmd_until - now, 0.0), 0.0)
+        rest = np.where(ok, np.maximum(until - now, 0.0), 0.0)
         px, py, pth = predict_pose(pos[:, 0], pos[:, 1], th, self.last_cmd[:, 0], self.last_cmd[:, 1], rest,
                                    hp.lag + age, hp.k, hp.wheel_track)
         if s.use_pred:        # the reference's usePred: every entity where the next command will find it
