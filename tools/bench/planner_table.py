@@ -485,7 +485,7 @@ def coordinated_section() -> list[str]:
         '   searches and in what a group is kept for: such a cube sets off only once it has seen the other go and',
         '   its own command has come, and a plan that hands off less is carried out sooner (docs/trial.md). Each',
         f'   of the two stages may try {moves} moves per cube in all, since the cubes stand while a plan is made',
-        '   (a run of a 39-cube crowd took 20 to 140 s of CPU here, most of it planning, as its plans are often',
+        '   (a run of a 39-cube crowd took 60 to 140 s of CPU here, most of it planning, as its plans are often',
         '   made again). A cube planned again moves, in each step, after the cubes whose',
         '   space it enters and before those that enter space it leaves; it may do both when every cube it',
         '   follows already moves before every cube it leads in that step\'s order, so the plan stays valid.',
@@ -497,6 +497,9 @@ def coordinated_section() -> list[str]:
         f'   shortest route is made again with other seeds, up to {p.remakes} times, and the one '
         'with the fewest steps kept:',
         '   the plans of one crowd, made from nearly the same positions, took 15 to 34 steps (docs/trial.md).',
+        f'   The plan kept is then improved by {p.loop_lns_rounds} groups more (at most {p.loop_lns_moves} moves '
+        'per cube), and kept improved',
+        '   if it has fewer steps: the estimate alone once kept a 24-step plan that came late, not a 19-step one.',
         '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
         '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
         '   cube\'s, the one that comes later in the plan waits until the other has passed (the temporal plan graph',

@@ -11,8 +11,8 @@ Layers, each in ``navigation/coordination``:
   planning each cube again around the others (``prioritized.shorten``), then groups of cubes together
   (``prioritized.improve``), for real cubes counting a move into a vertex another cube leaves in that step as
   more than a step (``follow_cost``: it sets off only once it has seen the other go); for real cubes a plan
-  with far more steps than the longest route is made again with other seeds, and the one with fewer steps kept
-  (``long_plan``);
+  with far more steps than the longest route is made again with other seeds, the one with fewer steps kept
+  (``long_plan``, ``remakes``), and that one improved by more groups (``loop_lns_rounds``);
 * order (``schedule``): the plan kept only as who goes where first: each cube follows its own path and waits,
   at every place its way conflicts with another's, until the cube that comes first in the plan has passed;
   paths run straight across vertices of the plan wherever that keeps every such order (``straighten``);
@@ -135,6 +135,13 @@ class CoordinatedParams:
     lns_moves: int = 5000         # ... and all of them at most this many per cube: the cubes stand while a plan is
                                   # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
+    loop_lns_rounds: int = 900    # real cubes: the plan kept (below) is improved by this many groups more ...
+    loop_lns_moves: int = 15000   # ... trying at most this many moves per cube in all, and kept if it then has fewer
+                                  # steps (then the lower estimate): of the 15 crowd runs (39 cubes) under ble all 15
+                                  # in time, not 13, in 14.5 s on average, not 15.3 (the estimate alone kept a 24-step
+                                  # plan that came late against a 19-step one in time). The cubes stand while a plan
+                                  # is made: its CPU with the moves as the bound (seed 0, ble) 2.4 s for the 8-cube
+                                  # swap, 14 s for 16 cubes, 68 s for 32, 98 s for a crowd (1.6, 9, 51, 69 s before)
     follow_cost: float = 1.0      # real cubes: steps a move into a vertex another cube leaves in that step costs
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
                                   # go, then for its own command); 0.5 took about 40 % of such moves out of crowd
@@ -362,7 +369,8 @@ class CoordinatedPlanner:
         """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
         made before (the searches' seed). For real cubes, a plan with more than ``long_plan`` times as many steps
         as the longest shortest route is made again with other seeds, up to ``remakes`` times, and the one with
-        the fewest steps kept (then the lower estimate)."""
+        the fewest steps kept (then the lower estimate); that one is improved by ``loop_lns_rounds`` groups more,
+        and kept improved by the same rule (the estimate alone once kept a 24-step plan that came late)."""
         p = self.params
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
@@ -386,6 +394,11 @@ class CoordinatedPlanner:
                     break
                 other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model)
                 best = min(best, other, key=lambda o: (o[0], len(o[3].configs), o[1]))
+            if p.loop_lns_rounds:
+                rng = np.random.default_rng([self.seed + number, 1])   # not any search's seed
+                more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed)
+                best = min(best, self._option(graph, more, closed, model),
+                           key=lambda o: (o[0], len(o[3].configs), o[1]))
         _incomplete, _estimate, sch, plan = best
         return graph, plan, idx, sch
 
@@ -412,9 +425,7 @@ class CoordinatedPlanner:
                 plans.append(other)
 
         def option(candidate: lacam.Plan) -> tuple:
-            sch = schedule.build(graph, candidate, p.straight)
-            estimate = schedule.duration(sch, *model, closed and p.backward)
-            return not candidate.complete, estimate, sch, candidate
+            return self._option(graph, candidate, closed, model)
 
         options = sorted((option(lacam.without_detours(graph, candidate)) for candidate in plans),
                          key=lambda o: o[:2])
@@ -426,10 +437,22 @@ class CoordinatedPlanner:
                                                                          p.shorten_moves * graph.N, follow))
             options.append(option(shorter))
             if p.lns_rounds:
-                options.append(option(lacam.without_detours(graph, prioritized.improve(
-                    graph, shorter, rng, p.lns_rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget,
-                    p.lns_moves * graph.N, follow))))
+                options.append(option(self._improve(graph, shorter, rng, p.lns_rounds, p.lns_moves, closed)))
         return min(options, key=lambda o: o[:2])
+
+    def _option(self, graph: CoordinationGraph, plan: lacam.Plan, closed: bool, model: tuple) -> tuple:
+        """(incomplete, estimate, schedule, plan) of ``plan``: what :meth:`_best_plan` chooses by."""
+        sch = schedule.build(graph, plan, self.params.straight)
+        return not plan.complete, schedule.duration(sch, *model, closed and self.params.backward), sch, plan
+
+    def _improve(self, graph: CoordinationGraph, plan: lacam.Plan, rng: np.random.Generator, rounds: int,
+                 moves: int, closed: bool) -> lacam.Plan:
+        """``plan`` with groups of cubes planned again around the others ``rounds`` times (``prioritized.improve``),
+        trying at most ``moves`` moves per cube in all."""
+        p = self.params
+        return lacam.without_detours(graph, prioritized.improve(
+            graph, plan, rng, rounds, p.lns_size, p.pbs_limit, p.turn_step if closed else None, p.lns_budget,
+            moves * graph.N, p.follow_cost if closed else 0.0))
 
     def _adopt(self, made: tuple, key: bytes, closed: bool) -> None:
         """Carry out a plan of :meth:`_plan_for` from now on."""
