@@ -668,6 +668,26 @@ def test_the_safety_layer_stops_closing_in_but_never_moving_apart_and_counts_com
     assert allowed((300.0, 250.0), heading=-0.2, later=towards, running=100.0, **ahead) < 100.0
 
 
+def test_two_cubes_closing_in_head_on_each_take_half_the_room_between_them():
+    # circle_swap_8 under ble: two cubes passing head-on on paths 46 u apart swerved towards each other; each was
+    # let run into the whole room between them and they touched, coasting to a stop
+    planner = make_planner('coordinated')
+    need = 2.0 * R + planner.params.apart
+    idx = np.array([0])
+    here = np.array([[200.0, 250.0], [320.0, 285.0]])          # 35 u beside its way, 125 u away
+
+    def allowed(other_velocity):
+        under_way = np.array([[0.0, 0.0], other_velocity])
+        return planner._keep_apart(here, idx, np.array([[300.0, 250.0]]), np.array([150.0]),
+                                   (np.zeros((2, 2)), under_way), np.full(2, R), np.zeros(1), np.zeros(1),
+                                   np.zeros(1), (np.array([0.2]), 0.3))[0]
+
+    room = float(np.hypot(120.0, 35.0)) - need
+    assert allowed((0.0, 0.0)) == 150.0                          # standing beside its way: passing is free
+    assert allowed((150.0, 0.0)) == 150.0                        # going the same way: it never comes nearer
+    assert allowed((-150.0, 0.0)) == pytest.approx(0.5 * room / 0.5)    # towards it: half the room in 0.5 s
+
+
 def test_the_controller_drives_coordinated_cubes_and_leaves_their_dead_locks_to_it():
     settings = NavigatorSettings(cubes=('a', 'b'), planner='coordinated', stuck_time_s=0.3,
                                  mat_rect=(45.0, 45.0, 455.0, 455.0))

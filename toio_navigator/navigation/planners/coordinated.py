@@ -685,7 +685,9 @@ class CoordinatedPlanner:
         lead, run = before
         self._blockers = set()
         horizon = lead + run
-        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0))) * float(horizon.max(initial=0.0))
+        # pairs that may meet before the cube stops: its reach and the other one's (that one comes towards it)
+        fastest = max(float(np.hypot(*np.asarray(v, float).T).max(initial=0.0)) for v in vel)
+        reach = float(max(speed.max(initial=0.0), running.max(initial=0.0)) + fastest) * float(horizon.max(initial=0.0))
         q, o, d = pairs_within(pos, 2.0 * float(radius.max()) + p.apart + reach + 1.0)
         where = np.full(len(pos), -1)
         where[idx] = np.arange(len(idx))
@@ -722,9 +724,14 @@ class CoordinatedPlanner:
                 entry[e] = _entry(rel[one], way_e[0], way_e[2], need[one])[0]
             closing = closes[e]
             if closing.any():
-                # standing: up to where its way enters that disc; moving: the disc's distance from here
+                # standing: up to where its way enters that disc; moving: the disc's distance from here, half of
+                # it when the other one comes towards it (both close in: each takes half, as the other's own
+                # check does; the whole of it let two cubes passing head-on 46 u apart each run into the same
+                # room while they swerved towards each other, and they touched coasting to a stop)
+                towards = closing & moves[e] & (others[e] @ rel[e] < 0.0)
                 room = max(0.0, min(float(entry[e]) if closing[0] else math.inf,
-                                    float(d[e] - need[e]) if (closing & moves[e]).any() else math.inf))
+                                    float(d[e] - need[e]) * (0.5 if towards.any() else 1.0)
+                                    if (closing & moves[e]).any() else math.inf))
                 cap = max(0.0, min((room - running[i] * lead[i]) / run, room / (lead[i] + run)))
                 # slower than the wheels' dead zone is no slower: CubeHandle shifts such a command out of it, and
                 # the cube creeps at min_speed (a cube near its goal crept into a neighbour that way)
