@@ -141,7 +141,9 @@ class CoordinatedParams:
                                   # in time, not 13, in 14.5 s on average, not 15.3 (the estimate alone kept a 24-step
                                   # plan that came late against a 19-step one in time). The cubes stand while a plan
                                   # is made: its CPU with the moves as the bound (seed 0, ble) 2.4 s for the 8-cube
-                                  # swap, 14 s for 16 cubes, 68 s for 32, 98 s for a crowd (1.6, 9, 51, 69 s before)
+                                  # swap, 14 s for 16 cubes, 68 s for 32, 98 s for a crowd (1.6, 9, 51, 69 s before).
+                                  # With the safety layer's shared room (_keep_apart) the crowds gave that back: 13
+                                  # of 15 in time, 15.16 s, about as before both
     follow_cost: float = 1.0      # real cubes: steps a move into a vertex another cube leaves in that step costs
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
                                   # go, then for its own command); 0.5 took about 40 % of such moves out of crowd
