@@ -681,8 +681,11 @@ class CoordinatedPlanner:
         The other cube (``vel``: every cube's velocity as last commanded, and as the fastest command still under
         way goes) stands, goes on as commanded, or as fast as what is still under way: a cube just told to stop
         still runs on a while. A cube may go on to where its way enters the other one's disc of touching +
-        ``apart`` where it stands, and no nearer than that to it at all where it moves. Cubes passing side by
-        side, or moving apart (however close they are), are not slowed; only closing in is."""
+        ``apart`` where it stands, and no nearer than that to it at all where it moves: half of the room to that
+        disc where it comes towards this one (whose own check takes the other half: while each keeps to its half
+        they stay that far apart, whichever way they turn). Every pair is looked at that either cube could close within
+        their reach. Cubes passing side by side, or moving apart (however close they are), are not slowed; only
+        closing in is."""
         p = self.params
         lead, run = before
         self._blockers = set()
