@@ -395,12 +395,11 @@ class CoordinatedPlanner:
                 if len(best[3].configs) - 1 <= p.long_plan * route:
                     break
                 other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model)
-                best = min(best, other, key=lambda o: (o[0], len(o[3].configs), o[1]))
+                best = min(best, other, key=_fewest_steps)
             if p.loop_lns_rounds:
                 rng = np.random.default_rng([self.seed + number, 1])   # not any search's seed
                 more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed)
-                best = min(best, self._option(graph, more, closed, model),
-                           key=lambda o: (o[0], len(o[3].configs), o[1]))
+                best = min(best, self._option(graph, more, closed, model), key=_fewest_steps)
         _incomplete, _estimate, sch, plan = best
         return graph, plan, idx, sch
 
@@ -412,8 +411,7 @@ class CoordinatedPlanner:
         # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
         tries = p.tries_small if graph.N <= p.pbs_agents else p.tries_large if graph.N <= 2 * p.pbs_agents else 1
         plans = []
-        turn_limit = p.turn_step if closed else None
-        follow = p.follow_cost if closed else 0.0
+        turn_limit, follow = self._search_costs(closed)
         for k in range(tries):
             rng = np.random.default_rng(seed + 1000 * (k // 2))
             plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
@@ -452,9 +450,15 @@ class CoordinatedPlanner:
         """``plan`` with groups of cubes planned again around the others ``rounds`` times (``prioritized.improve``),
         trying at most ``moves`` moves per cube in all."""
         p = self.params
+        turn_limit, follow = self._search_costs(closed)
         return lacam.without_detours(graph, prioritized.improve(
-            graph, plan, rng, rounds, p.lns_size, p.pbs_limit, p.turn_step if closed else None, p.lns_budget,
-            moves * graph.N, p.follow_cost if closed else 0.0))
+            graph, plan, rng, rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget, moves * graph.N, follow))
+
+    def _search_costs(self, closed: bool) -> tuple[float | None, float]:
+        """(turn_limit, follow cost) of the searches: real cubes stand to turn and count a hand-off as more
+        than a step; ideal discs neither."""
+        p = self.params
+        return (p.turn_step, p.follow_cost) if closed else (None, 0.0)
 
     def _adopt(self, made: tuple, key: bytes, closed: bool) -> None:
         """Carry out a plan of :meth:`_plan_for` from now on."""
@@ -683,9 +687,9 @@ class CoordinatedPlanner:
         still runs on a while. A cube may go on to where its way enters the other one's disc of touching +
         ``apart`` where it stands, and no nearer than that to it at all where it moves: half of the room to that
         disc where it comes towards this one (whose own check takes the other half: while each keeps to its half
-        they stay that far apart, whichever way they turn). Every pair is looked at that either cube could close within
-        their reach. Cubes passing side by side, or moving apart (however close they are), are not slowed; only
-        closing in is."""
+        they stay that far apart, whichever way they turn). Every pair is looked at that either cube could close
+        within their reach. Cubes passing side by side, or moving apart (however close they are), are not slowed;
+        only closing in is."""
         p = self.params
         lead, run = before
         self._blockers = set()
@@ -775,6 +779,12 @@ class CoordinatedPlanner:
             hit = d < radius[rows][q] + radius[rows][o]
             out[rows[q[hit]]] = True
         return out
+
+
+def _fewest_steps(option: tuple) -> tuple:
+    """How a plan kept for real cubes is chosen among options of :meth:`CoordinatedPlanner._option`: complete
+    first, then fewer steps, then the lower estimate."""
+    return option[0], len(option[3].configs), option[1]
 
 
 def _angle_off(a: float, b: float) -> float:
