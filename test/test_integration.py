@@ -82,13 +82,30 @@ class System:
             self.truth = np.array([ros_to_mat_xy(p.position.x, p.position.y) for p in msg.poses])
             self.tracker.add(time.monotonic() - self.t0, self.truth)
 
-    def spin_until(self, condition, timeout: float, what: str) -> None:
+    def spin_until(self, condition, timeout: float, what: str, explain=lambda: '') -> None:
+        """Spin until ``condition()``; on a timeout the message says what ``explain()`` returns then."""
         deadline = time.monotonic() + timeout
         while not condition():
             dead = [d for d in self.children.check() if d.split(' ')[0] not in self.killed]
             assert not dead, f'{dead} died while waiting for {what}; logs in {self.log_dir}'
-            assert time.monotonic() < deadline, f'timed out waiting for {what}; logs in {self.log_dir}'
+            assert time.monotonic() < deadline, \
+                f'timed out waiting for {what}; logs in {self.log_dir}{explain()}'
             self.executor.spin_once(timeout_sec=0.02)
+
+    def not_arrived(self, goal_ids: dict[str, int]) -> str:
+        """Where each cube that has not reached its goal stands, and what the navigator last said of it."""
+        lines = []
+        for i, c in enumerate(self.names):
+            if c not in goal_ids or self.reached(c, goal_ids[c]):
+                continue
+            r = self.results.get(c)
+            at = 'unknown' if self.truth is None else f'({self.truth[i, 0]:.0f}, {self.truth[i, 1]:.0f})'
+            said = 'no result' if r is None else (
+                f'goal {r.goal_id} ({r.goal_x:.0f}, {r.goal_y:.0f}) active={r.active} collision={r.collision} '
+                f'waypoint ({r.waypoint_x:.0f}, {r.waypoint_y:.0f}) speed_limit={r.speed_limit:.0f} '
+                f'link={r.state_link_state}')
+            lines.append(f'\n  {c} at {at}: {said}')
+        return ''.join(lines)
 
     def spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -152,7 +169,9 @@ def run_swap(s: System, stagger: float = 0.6, timeout: float = 45.0) -> np.ndarr
     for i, c in enumerate(s.names):
         assert s.send_goal(c, 10 + i, *goals[i]).accepted
         s.spin_for(stagger)
-    s.spin_until(lambda: all(s.reached(c, 10 + i) for i, c in enumerate(s.names)), timeout, 'every cube to arrive')
+    ids = {c: 10 + i for i, c in enumerate(s.names)}
+    s.spin_until(lambda: all(s.reached(c, ids[c]) for c in s.names), timeout, 'every cube to arrive',
+                 lambda: s.not_arrived(ids))
     return goals
 
 
