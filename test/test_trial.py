@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.bench.scenarios import Scenario, load_scenarios, parse_scenarios
@@ -18,6 +19,7 @@ from toio_navigator.bench.trial.profiles import BLE, IDEAL, LOADED, streams
 from toio_navigator.bench.trial.runner import place, run_trial
 from toio_navigator.cli import main
 from toio_navigator.cube import protocol as pr
+from toio_navigator.launching import profiles
 from toio_navigator.sim.virtual_cube import VirtualCubes
 from toio_navigator.sim.world import World, WorldParams
 
@@ -217,3 +219,15 @@ def test_bad_input_is_a_clear_error(args, message, tmp_path, capsys):
     assert main(['trial', *args, '--no-progress']) == 2
     err = capsys.readouterr().err
     assert message in err and 'Traceback' not in err
+
+
+def test_the_packaged_demo_swap_is_the_demos_own_swap():
+    """data/demo_swap.yaml repeats the demo's homes (config/sim.yaml) and the goals the demo sends them: it must
+    agree with both, or a trial of it says nothing about the demo."""
+    demo_cli = pytest.importorskip('toio_navigator.demo_cli')     # the demo's module needs rclpy
+    scenario, = load_scenarios(DEFAULT_SCENARIOS.parent / 'demo_swap.yaml')
+    sim = yaml.safe_load((profiles.config_dir() / 'sim.yaml').read_text())
+    homes = np.array(sim['mat_sim']['ros__parameters']['initial_poses'], float).reshape(-1, 3)[:, :2]
+    mat = yaml.safe_load((profiles.config_dir() / 'navigator.yaml').read_text())['navigator']['ros__parameters']
+    assert np.array_equal(scenario.starts, homes)
+    assert np.array_equal(scenario.goals, demo_cli.swap_goals(homes, mat['mat_rect']))
