@@ -1,8 +1,8 @@
 """The whole simulated system over real DDS, one process per node (mat_sim, a cube_driver per cube, navigator),
 driven from this test through the navigator's goal interface and watched through mat_sim's ground truth.
 
-* 8 cubes swap places through the centre: every goal reached, no two cubes ever touch (4 cubes: the demo test,
-  test_integration_demo.py);
+* 8 cubes swap places through the centre, with the demo's planner and with `coordinated`: every goal reached, no
+  two cubes ever touch (4 cubes: the demo test, test_integration_demo.py);
 * malformed goals (NaN, off the mat, unknown cube) on the topic and the service are refused with a logged
   reason and change nothing;
 * killing one driver process stops that cube; the navigator keeps it as an obstacle that the others avoid,
@@ -35,23 +35,25 @@ CONTACT = 2 * BODY_RADIUS
 MAT = (45.0, 45.0, 455.0, 455.0)
 
 
-def write_config(path: Path, poses) -> list[Path]:
-    """navigator.yaml of the repo plus a YAML with these cubes and start poses (x, y, heading rad)."""
+def write_config(path: Path, poses, planner: str | None = None) -> list[Path]:
+    """navigator.yaml of the repo plus a YAML with these cubes and start poses (x, y, heading rad), and the
+    navigator's planner if one is given (else navigator.yaml's)."""
     names = [f'cube{i + 1}' for i in range(len(poses))]
     flat = ', '.join(f'{float(v)!r}' for pose in poses for v in pose)
     path.write_text(f'/**:\n  ros__parameters:\n    cubes: [{", ".join(names)}]\n'
                     f"/**/cube_driver:\n  ros__parameters:\n    transport: sim\n    id_notify_interval_ms: 20\n"
-                    f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n    ground_truth_rate_hz: 50.0\n')
+                    f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n    ground_truth_rate_hz: 50.0\n'
+                    + (f'navigator:\n  ros__parameters:\n    planner: {planner}\n' if planner else ''))
     return [profiles.config_dir() / 'navigator.yaml', path]
 
 
 class System:
     """The bringup's processes plus a probe node in this process."""
 
-    def __init__(self, tmp_path: Path, env: dict, poses) -> None:
+    def __init__(self, tmp_path: Path, env: dict, poses, planner: str | None = None) -> None:
         self.names = [f'cube{i + 1}' for i in range(len(poses))]
         self.log_dir = tmp_path / 'logs'
-        files = write_config(tmp_path / 'cubes.yaml', poses)
+        files = write_config(tmp_path / 'cubes.yaml', poses, planner)
         self.children = Children()
         self.children.start(profiles.plan('sim', self.names), files, env=env, log_dir=self.log_dir)
         self.context = rclpy.Context()
@@ -153,8 +155,8 @@ def system(tmp_path, child_env, ros_domain, monkeypatch):
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     made = []
 
-    def start(poses) -> System:
-        made.append(System(tmp_path, child_env, poses))
+    def start(poses, planner: str | None = None) -> System:
+        made.append(System(tmp_path, child_env, poses, planner))
         made[-1].wait_ready()
         return made[-1]
 
@@ -208,10 +210,14 @@ def test_malformed_goals_are_refused_with_a_logged_reason_and_change_nothing(sys
     assert not s.status('cube9').known
 
 
-def test_eight_cubes_swap_through_the_centre_without_contact(system):
-    s = system(HOMES_8)
+@pytest.mark.parametrize('planner', ['hlavoid', 'coordinated'])
+def test_eight_cubes_swap_through_the_centre_without_contact(system, planner):
+    """The demo's planner (hlavoid, navigator.yaml's) and coordinated, which a live navigator plans with in a
+    worker thread while its ticks hold the cubes (staggered goals: a plan for each new set of goals)."""
+    s = system(HOMES_8, planner)
     run_swap(s)
     assert s.tracker.contacts == 0 and s.tracker.min_clearance > 0, s.tracker.events
+    assert {r.planner for r in s.results.values()} == {planner}
     for i, c in enumerate(s.names):
         st = s.status(c)
         assert st.reached and st.goal_id == 10 + i and st.distance <= 20.0
