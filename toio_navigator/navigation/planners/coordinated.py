@@ -136,14 +136,13 @@ class CoordinatedParams:
                                   # made (the groups took 3-8 s of CPU at 32-64 cubes here; unbounded, 40 s at 32
                                   # cubes and minutes at 64, and the 20 % crowds under ble arrived no sooner)
     loop_lns_rounds: int = 900    # real cubes: the plan kept (below) is improved by this many groups more ...
-    loop_lns_moves: int = 15000   # ... trying at most this many moves per cube in all, and kept if it then has fewer
-                                  # steps (then the lower estimate): of the 15 crowd runs (39 cubes) under ble all 15
-                                  # in time, not 13, in 14.5 s on average, not 15.3 (the estimate alone kept a 24-step
-                                  # plan that came late against a 19-step one in time). The cubes stand while a plan
-                                  # is made: its CPU with the moves as the bound (seed 0, ble) 2.4 s for the 8-cube
-                                  # swap, 14 s for 16 cubes, 68 s for 32, 98 s for a crowd (1.6, 9, 51, 69 s before).
-                                  # With the safety layer's shared room (_keep_apart) the crowds gave that back: 13
-                                  # of 15 in time, 15.16 s, about as before both
+    loop_lns_moves: int = 5000    # ... trying at most this many moves per cube in all, and kept if it then has fewer
+                                  # steps (then the lower estimate; the estimate alone kept a 24-step plan that came
+                                  # late against a 19-step one in time). The cubes stand while a plan is made: its
+                                  # CPU (seed 0, ble, beside a table or a test run) 2.2 s for the 8-cube swap, 12 s
+                                  # for 16 cubes, 60 s for 32, 90 s for a crowd, 67 s for 64 (1.6, 9, 51, 69, 44 s
+                                  # without these groups). 15000 took 2.4, 14, 68, 98, 110 s and did worse in the
+                                  # whole table (108 and 105 runs of 110 under ble and loaded, not 109 and 106)
     follow_cost: float = 1.0      # real cubes: steps a move into a vertex another cube leaves in that step costs
                                   # in shortening and improving a plan (a hand-off: the cube waits to see the other
                                   # go, then for its own command); 0.5 took about 40 % of such moves out of crowd
