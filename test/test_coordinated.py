@@ -773,6 +773,30 @@ def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile(
     assert not make_planner('coordinated').plan_in_background
 
 
+def test_a_plan_for_goals_given_up_meanwhile_is_stopped_and_the_new_goals_planned_at_once():
+    # goals sent one cube after another (a user's script, a launch file) each change what to plan for: the 16-cube
+    # swap's plan takes some 12 s of CPU here, and every outdated one ran to its end before the next began
+    ring = [(250.0 + 150.0 * math.cos(a), 250.0 + 150.0 * math.sin(a)) for a in np.arange(16) * math.pi / 8]
+    starts = {f'c{k}': xy for k, xy in enumerate(ring)}
+    controller, now = _controller(starts, {f'c{k}': ring[(k + 8) % 16] for k in range(16)}, realtime=True)
+    planner = controller.planner
+    while planner._job is None:                   # it waits for the cubes to stand still first
+        _tick(controller, now, starts)
+    swap = planner._job
+    moved = {cube: (x, y + 10.0) for cube, (x, y) in starts.items()}
+    for cube, (x, y) in moved.items():
+        assert controller.set_goal(cube, 2, x, y, 0, 0.0, 0.0) == ''
+    _tick(controller, now, starts)
+    assert swap[2].is_set(), 'the plan for the swap was not told to stop'
+    assert swap[1].result(timeout=120.0) is None, 'the plan for the swap ran to its end'
+    while planner.execution is None:
+        if planner._job not in (None, swap):
+            assert planner._job[1].result(timeout=120.0) is not None
+        _tick(controller, now, starts)
+    ends = {int(planner.agents[k]): planner.execution.schedule.paths[k][-1] for k in range(16)}
+    assert all(ends[k] == pytest.approx(moved[f'c{k}']) for k in range(16))
+
+
 def test_a_cube_held_by_a_late_one_keeps_waiting_the_order_of_the_plan_is_kept():
     # two cubes crossing; the one that goes first in the plan is late (it never moves). The other comes up to the
     # pair distance before their crossing and waits there, however far the late one still is from it: the order

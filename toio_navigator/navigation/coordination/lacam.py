@@ -13,6 +13,7 @@ The plan is the configurations from the start to the goal along the first path f
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,7 +53,8 @@ class Plan:
 
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
-           refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None) -> Plan:
+           refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None,
+           stop: Callable[[], bool] | None = None) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
@@ -60,7 +62,8 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     preference for steps to the right of the way to the target (pibt.Pibt.keep_right). ``turn_limit``: PIBT
     proposes no move turning sharper than that (a cosine) from the way the cube came, unless it stood still the
     step before (pibt.Pibt.turn_limit: turning takes a real cube as long as a step; the search's own constraints
-    may still ask for any move)."""
+    may still ask for any move). ``stop``: asked before every successor; once it says True the search ends as if
+    its budget had run out (a plan nobody waits for any more)."""
     n = len(start)
     target = tuple(int(t) for t in graph.target)
     pibt = Pibt(graph, rng.random(n) + 0.5)
@@ -107,6 +110,8 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     goal_node = None
     limit = budget
     while stack and expanded < limit:
+        if stop is not None and stop():
+            break
         node = stack[-1]
         if goal_node is not None and node.g + node.h >= goal_node.g:
             stack.pop()                        # cannot lead to a shorter plan

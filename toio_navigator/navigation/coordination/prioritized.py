@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -262,11 +263,13 @@ def _topological(n: int, ordered: set[tuple[int, int]]) -> list[int] | None:
     return out
 
 
-def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budget: int) -> Plan | None:
+def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budget: int,
+                    stop: Callable[[], bool] | None = None) -> Plan | None:
     """Priority-based search (Ma et al., AAAI 2019): every cube first takes its own fastest path; where two cubes
     interact without an order between them, the search branches on which one plans around the other (its path,
     and those of the cubes below it, planned again around everyone above). Depth first, cheaper child first; at
-    most ``budget`` branches. The order found gives every step's order of moves. None if nothing is found."""
+    most ``budget`` branches. The order found gives every step's order of moves. None if nothing is found (or
+    once ``stop`` says True)."""
     n = len(start)
     paths: dict[int, list[int]] = {}
     for i in range(n):
@@ -276,7 +279,7 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
         paths[i] = path
     stack = [(paths, frozenset())]
     branches = 0
-    while stack and branches < budget:
+    while stack and branches < budget and not (stop is not None and stop()):
         paths, ordered = stack.pop()
         horizon = max(len(p) for p in paths.values())
         pair = _conflict(graph, paths, set(ordered), horizon)
@@ -376,14 +379,14 @@ def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> P
 
 
 def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
-            budget: int = 60000, follow: float = 0.0) -> Plan:
+            budget: int = 60000, follow: float = 0.0, stop: Callable[[], bool] | None = None) -> Plan:
     """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
     of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
     soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
     much; every other cube's path stays as it was, so the plan stays valid. In each step the cube moves after
     the cubes whose space it enters and before those entering space it leaves (``_slot``), so each step keeps an
     order of moves. The searches try at most ``budget`` moves in all (cubes furthest beyond their shortest route
-    first); ``follow`` as in :func:`improve`, for the searches only."""
+    first); ``follow`` as in :func:`improve`, for the searches only; ``stop`` as there."""
     left = [budget]
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
@@ -391,7 +394,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
     paths = _paths(configs)
     excess = [_moves(paths[k]) - graph.route(k, configs[0][k]) / graph.lattice.spacing for k in range(n)]
     for i in sorted(range(n), key=lambda k: -excess[k]):
-        if left[0] <= 0:
+        if left[0] <= 0 or (stop is not None and stop()):
             break
         old = paths[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
@@ -407,7 +410,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
 
 def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
             turn_limit: float | None = None, budget: int = 20000, total: int | None = None,
-            follow: float = 0.0) -> Plan:
+            follow: float = 0.0, stop: Callable[[], bool] | None = None) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
@@ -415,7 +418,8 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
     (the ones most likely in its way). Each search tries at most ``budget`` moves, all of them together at most
     ``total`` (None: no limit; the rounds stop when it is spent). Planning one cube at a time (:func:`shorten`)
     cannot undo two cubes blocking each other; a group can. ``follow``: steps each move into a vertex another cube
-    leaves in the same step adds to the sum (and costs the searches): the plan a real swarm carries out sooner."""
+    leaves in the same step adds to the sum (and costs the searches): the plan a real swarm carries out sooner.
+    ``stop``: asked before every group; once it says True the plan improved so far is returned."""
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
     n = len(configs[0])
@@ -430,7 +434,7 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
     best = cost(configs, paths)
     left = math.inf if total is None else total
     for _ in range(rounds):
-        if left <= 0:
+        if left <= 0 or (stop is not None and stop()):
             break
         if rng.random() < 0.5:
             group = [int(k) for k in rng.choice(n, size, replace=False)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -195,7 +196,8 @@ class CoordinatedPlanner:
         self._turn: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # heading, measured at, turn rate
         self._backward = np.zeros(n, bool)    # which cubes were last told to drive backwards
         self._blockers: set[int] = set()      # cubes for which the safety layer stopped another one last tick
-        self._job: tuple[bytes, Future] | None = None   # a plan being made in the background: (key, its future)
+        # a plan being made in the background: (key, its future, the event that stops it early)
+        self._job: tuple[bytes, Future, threading.Event] | None = None
 
     # ------------------------------------------------------------------------------------------------ one tick
     def step(self, state: SwarmState, dt: float) -> PlannerOutput:
@@ -342,36 +344,42 @@ class CoordinatedPlanner:
         """True once a plan for ``key`` is adopted; until then a worker thread makes it. A plan for many cubes
         takes seconds: made within the tick, it kept a live navigator from reading states for that long, the
         cubes went stale, which changed what to plan for, and the navigator planned again, for ever (the live
-        demo with `coordinated`: no cube reached its goal). A plan finished for other goals or cubes than now is
-        dropped and made again."""
+        demo with `coordinated`: no cube reached its goal). A plan for other goals or cubes than now is stopped
+        where it is and dropped, and one for now made: goals given one cube after another would otherwise each
+        wait for the whole plan of the ones before (seconds each, for 16 cubes and more)."""
         job = self._job
+        if job is not None and job[0] != key:
+            job[2].set()
         if job is not None and job[1].done():
             self._job = None
             made = job[1].result()            # raises what the search raised, as if in this tick
-            if job[0] == key:
+            if job[0] == key and made is not None:    # (None: stopped, its goals came back meanwhile)
                 self._adopt(made, key, closed)
                 return True
         if self._job is None:
             future: Future = Future()
             number = self.plans
+            stop = threading.Event()
 
             def work() -> None:
                 try:
-                    future.set_result(self._plan_for(state, active, closed, number))
+                    future.set_result(self._plan_for(state, active, closed, number, stop.is_set))
                 except BaseException as exc:  # handed to the tick that collects the plan
                     future.set_exception(exc)
 
-            self._job = (key, future)
+            self._job = (key, future, stop)
             # a daemon: a node stopping in the middle of a plan does not wait for it
             threading.Thread(target=work, name='coordinated plan', daemon=True).start()
         return False
 
-    def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int):
+    def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int,
+                  stop: Callable[[], bool] | None = None):
         """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
         made before (the searches' seed). For real cubes, a plan with more than ``long_plan`` times as many steps
         as the longest shortest route is made again with other seeds, up to ``remakes`` times, and the one with
         the fewest steps kept (then the lower estimate); that one is improved by ``loop_lns_rounds`` groups more,
-        and kept improved by the same rule (the estimate alone once kept a 24-step plan that came late)."""
+        and kept improved by the same rule (the estimate alone once kept a 24-step plan that came late). None
+        once ``stop`` says True (every search asks it as it goes: a plan nobody waits for any more)."""
         p = self.params
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
@@ -387,24 +395,27 @@ class CoordinatedPlanner:
                                   distance + radius[others] - r)
         model = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
             float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
-        best = self._best_plan(graph, closed, self.seed + number, model)
+        best = self._best_plan(graph, closed, self.seed + number, model, stop)
         if closed:
             route = max(graph.route(k, graph.V + graph.N + k) for k in range(graph.N)) / lattice.spacing
             for again in range(1, p.remakes + 1):
                 if len(best[3].configs) - 1 <= p.long_plan * route:
                     break
-                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model)
+                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model, stop)
                 best = min(best, other, key=_fewest_steps)
             if p.loop_lns_rounds:
                 rng = np.random.default_rng([self.seed + number, 1])   # not any search's seed
-                more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed)
+                more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed, stop)
                 best = min(best, self._option(graph, more, closed, model), key=_fewest_steps)
+        if stop is not None and stop():
+            return None
         _incomplete, _estimate, sch, plan = best
         return graph, plan, idx, sch
 
-    def _best_plan(self, graph: CoordinationGraph, closed: bool, seed: int, model: tuple[float, float, float]):
+    def _best_plan(self, graph: CoordinationGraph, closed: bool, seed: int, model: tuple[float, float, float],
+                   stop: Callable[[], bool] | None = None):
         """(incomplete, estimate, schedule, plan) of the most promising plan searched with ``seed``; ``model``:
-        the estimate's speed, time per half turn and time per wait."""
+        the estimate's speed, time per half turn and time per wait; ``stop`` as in :meth:`_plan_for`."""
         p = self.params
         start = [graph.V + graph.N + k for k in range(graph.N)]
         # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
@@ -414,12 +425,12 @@ class CoordinatedPlanner:
         for k in range(tries):
             rng = np.random.default_rng(seed + 1000 * (k // 2))
             plans.append(lacam.search(graph, start, rng, p.try_budget if closed else p.budget,
-                                      keep_right=p.keep_right * (k % 2), turn_limit=turn_limit))
+                                      keep_right=p.keep_right * (k % 2), turn_limit=turn_limit, stop=stop))
         if closed and not any(plan.complete for plan in plans):
             rng = np.random.default_rng(seed)
-            plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit))
+            plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit, stop=stop))
         if graph.N <= p.pbs_agents:
-            other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget)
+            other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget, stop)
             if other is not None:
                 plans.append(other)
 
@@ -433,10 +444,10 @@ class CoordinatedPlanner:
         # (each stage a candidate of its own: the estimate does not always fall with the sum of arrival steps)
         for o in options[:p.shorten]:
             shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
-                                                                         p.shorten_moves * graph.N, follow))
+                                                                         p.shorten_moves * graph.N, follow, stop))
             options.append(option(shorter))
             if p.lns_rounds:
-                options.append(option(self._improve(graph, shorter, rng, p.lns_rounds, p.lns_moves, closed)))
+                options.append(option(self._improve(graph, shorter, rng, p.lns_rounds, p.lns_moves, closed, stop)))
         return min(options, key=lambda o: o[:2])
 
     def _option(self, graph: CoordinationGraph, plan: lacam.Plan, closed: bool, model: tuple) -> tuple:
@@ -445,13 +456,14 @@ class CoordinatedPlanner:
         return not plan.complete, schedule.duration(sch, *model, closed and self.params.backward), sch, plan
 
     def _improve(self, graph: CoordinationGraph, plan: lacam.Plan, rng: np.random.Generator, rounds: int,
-                 moves: int, closed: bool) -> lacam.Plan:
+                 moves: int, closed: bool, stop: Callable[[], bool] | None = None) -> lacam.Plan:
         """``plan`` with groups of cubes planned again around the others ``rounds`` times (``prioritized.improve``),
         trying at most ``moves`` moves per cube in all."""
         p = self.params
         turn_limit, follow = self._search_costs(closed)
         return lacam.without_detours(graph, prioritized.improve(
-            graph, plan, rng, rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget, moves * graph.N, follow))
+            graph, plan, rng, rounds, p.lns_size, p.pbs_limit, turn_limit, p.lns_budget, moves * graph.N, follow,
+            stop))
 
     def _search_costs(self, closed: bool) -> tuple[float | None, float]:
         """(turn_limit, follow cost) of the searches: real cubes stand to turn and count a hand-off as more
