@@ -390,6 +390,20 @@ def test_the_plan_kept_for_real_cubes_is_improved_by_more_groups_into_one_with_f
     assert steps(closed=False, loop_lns_rounds=100) == steps(closed=False, loop_lns_rounds=0)   # ideal discs: not
 
 
+def test_a_plan_out_of_time_to_improve_is_the_first_complete_one_and_still_brings_everyone_home():
+    # a live navigator's plan stops improving after plan_time_s (the cubes stand meanwhile); what it then carries
+    # out is the best plan its searches found, unshortened, every cube still ending on its goal
+    quick = dict(tries_large=1, pbs_agents=0, lns_rounds=0, loop_lns_moves=3000, loop_lns_rounds=100)
+    state, everyone = crowd_state(1), np.ones(20, bool)
+    improved = CoordinatedPlanner(**quick)._plan_for(state, everyone, True, 0)[1]
+    graph, cut, _idx, _sch = CoordinatedPlanner(**quick)._plan_for(state, everyone, True, 0, None, lambda: True)
+    unimproved = CoordinatedPlanner(**{**quick, 'shorten': 0, 'loop_lns_rounds': 0})._plan_for(
+        state, everyone, True, 0)[1]
+    assert cut.complete and list(cut.configs[-1]) == list(graph.target)
+    assert cut.configs == unimproved.configs
+    assert len(cut.configs) > len(improved.configs)
+
+
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_straightened_paths_skip_corners_yet_keep_every_conflict_in_order(seed):
     graph, start = crowd_graph(seed)
@@ -745,6 +759,25 @@ def test_a_cube_that_has_arrived_is_reported_reached():
     assert all(commands[c].motor[:2] == (0, 0) for c in ('a', 'b'))
 
 
+def test_a_cube_that_ran_past_the_end_of_its_path_creeps_back_onto_its_goal():
+    # a 64-cube swap under ble: a cube whose progress had reached the end of its path stood 10.2 u off its goal,
+    # beyond the goal tolerance (10), for good: it counted as arrived, and the goal was never reported reached
+    at_start, at_goal = SIDE_BY_SIDE
+    controller, now = _controller(at_start, at_goal)
+    controller.settings.tolerance = 10.0
+    while controller.planner.execution is None:
+        _tick(controller, now, at_start)
+    past = {'a': (at_goal['a'][0] + 12.0, at_goal['a'][1]), 'b': at_goal['b']}
+    for _ in range(3):
+        commands = _tick(controller, now, past)
+    assert controller.planner.why[list(controller.planner.agents).index(0)] == 'settle'
+    assert not commands['a'].reached and commands['a'].motor[:2] != (0, 0)
+    assert commands['b'].reached and commands['b'].motor[:2] == (0, 0)
+    for _ in range(3):
+        commands = _tick(controller, now, at_goal)
+    assert commands['a'].reached and commands['a'].motor[:2] == (0, 0)
+
+
 def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile():
     # a plan made within the tick kept the navigator node from reading states for seconds: the cubes went stale,
     # which changed what to plan for, and it planned again, for ever (the live demo: no cube reached its goal)
@@ -795,6 +828,19 @@ def test_a_plan_for_goals_given_up_meanwhile_is_stopped_and_the_new_goals_planne
         _tick(controller, now, starts)
     ends = {int(planner.agents[k]): planner.execution.schedule.paths[k][-1] for k in range(16)}
     assert all(ends[k] == pytest.approx(moved[f'c{k}']) for k in range(16))
+
+
+@pytest.mark.parametrize('realtime', [True, False])
+def test_only_a_live_navigator_limits_how_long_its_plans_improve(realtime):
+    # trials, benchmarks and replays plan within the tick and must give the same plan every time: no clock in it
+    controller, now = _controller(*SIDE_BY_SIDE, realtime=realtime)
+    given = []
+    step = controller.planner.step
+    controller.planner.step = lambda state, dt: given.append(state.plan_time) or step(state, dt)
+    _tick(controller, now, SIDE_BY_SIDE[0])
+    controller.settings.plan_time_s = 3.0                 # a run-time change: the next plan takes it
+    _tick(controller, now, SIDE_BY_SIDE[0])
+    assert given == ([NavigatorSettings().plan_time_s, 3.0] if realtime else [0.0, 0.0])
 
 
 def test_a_cube_held_by_a_late_one_keeps_waiting_the_order_of_the_plan_is_kept():

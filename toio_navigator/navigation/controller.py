@@ -95,6 +95,9 @@ class NavigatorSettings:
     # the drivers write at most one motor command per this long (their min_motor_interval_ms): a command waits for
     # its slot, and one still waiting when the next comes is never written
     contact_guard_write_gap_s: float = 0.045
+    # a live navigator's `coordinated` plan (made in a worker thread while the cubes stand) stops improving itself
+    # after this long; 0 = no limit. Trials, benchmarks and replays plan within the tick and take no notice
+    plan_time_s: float = 10.0
 
     def check(self) -> None:
         """ValueError naming the first bad setting."""
@@ -124,7 +127,7 @@ class NavigatorSettings:
         if self.max_speed > MOTOR_MAX:
             raise ValueError(f'max_speed: must be <= {MOTOR_MAX} motor units, got {self.max_speed}')
         for name in ('stuck_time_s', 'stuck_distance', 'sidestep_distance', 'sidestep_time_s', 'contact_gap',
-                     'contact_guard_latency_s', 'contact_guard_write_gap_s'):
+                     'contact_guard_latency_s', 'contact_guard_write_gap_s', 'plan_time_s'):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f'{name}: must be a finite number >= 0, got {v}')
@@ -678,7 +681,7 @@ class SwarmController:
                                goal=goal_xy, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
                                walls=self.walls, bounds=self.settings.mat_rect, latency=self.handle.lag, age=age,
                                command_s=self.settings.command_duration_ms / 1000.0, elapsed=self._elapsed(now),
-                               sent=sent)
+                               sent=sent, plan_time=self.settings.plan_time_s if self.realtime else 0.0)
             res = self.planner.step(state, 1.0 / self.settings.rate_hz)
             wp, col = np.asarray(res.waypoint, float), np.asarray(res.collision, bool)
             if res.backward is not None:

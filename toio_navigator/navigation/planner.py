@@ -34,6 +34,8 @@ class SwarmState:
     elapsed: float | None = None    # s since the planner's last tick (None: the step's dt); a busy host ticks
                                     # late: a planner that keeps time (how long a command runs, a cube stands)
                                     # reads this, while dt stays the control period a velocity is planned for
+    plan_time: float = 0.0          # s of wall time a plan made beside the ticks (a live navigator's, in a worker
+                                    # thread) may spend improving itself once it has one (0: no limit)
 
     @property
     def n(self) -> int:

@@ -71,6 +71,9 @@ SETTING_PARAMS = (
           's (a loaded lab run measured 0.15-0.27 s)', low=0.0, high=1.0, runtime=True),
     Param('contact_guard_write_gap_s', _DEFAULT.contact_guard_write_gap_s, 'the contact guard counts one motor '
           'write per this long per cube, s (the drivers\' min_motor_interval_ms)', low=0.0, high=1.0, runtime=True),
+    Param('plan_time_s', _DEFAULT.plan_time_s, 'coordinated: a plan, made while the cubes stand, stops improving '
+          'itself after this long, s (0 = no limit; it always completes its first search)', low=0.0, high=3600.0,
+          runtime=True),
 )
 SETTING_PARAMETERS = tuple(p.name for p in SETTING_PARAMS)
 

@@ -36,6 +36,7 @@ from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
+from toio_navigator.navigation.controller import NavigatorSettings  # noqa: E402
 from toio_navigator.navigation.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
 from toio_navigator.navigation.planners.coordinated import CoordinatedParams  # noqa: E402
 
@@ -500,6 +501,10 @@ def coordinated_section() -> list[str]:
         f'   The plan kept is then improved by {p.loop_lns_rounds} groups more (at most {p.loop_lns_moves} moves '
         'per cube), and kept improved',
         '   if it has fewer steps: the estimate alone once kept a 24-step plan that came late, not a 19-step one.',
+        '   The cubes stand while a plan is made, so a live navigator stops improving it after `plan_time_s`',
+        f'   ({NavigatorSettings().plan_time_s:g} s; its first searches always run to their end): the swarm then '
+        'drives a longer plan but sets',
+        '   off far sooner (docs/trial.md). The trials and this table plan without that limit.',
         '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
         '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
         '   cube\'s, the one that comes later in the plan waits until the other has passed (the temporal plan graph',
@@ -555,6 +560,10 @@ def coordinated_section() -> list[str]:
         '   onto its path; one that overran its limit (a late host) backs along its path until it stands clear',
         '   of the ways it waits for. A cube that strays far from its path, a change of goals or of the cubes',
         '   that can move, or a long stop without progress makes everyone stop and plan again from where they are.',
+        f'   A cube whose progress has come to the end of its path stands, unless it is more than {p.settle:g} u '
+        'from that',
+        '   end (it ran past it, or beside it): then it creeps back onto it. One stood 10.2 u off its goal for',
+        '   good, counted as arrived by the plan and never reported reached by the navigator.',
         '',
         f'On ideal discs (`state.latency` = 0) the same layers run with a {p.margin:g} u margin and '
         'exact motion. The controller',

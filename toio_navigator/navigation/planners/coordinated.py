@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -122,7 +123,11 @@ class CoordinatedParams:
     estimate_turn: float = 0.8     # ... s per half turn, ...
     estimate_wait: float = 0.5     # ... s to stop and set off again after a wait
     pbs_limit: int = 300          # steps of one cube's path in that search
-    goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived
+    goal_reached: float = 1.0     # u: a cube this close to the end of its path counts as arrived ...
+    settle: float = 10.0          # ... and stands there, unless it is further than this from that end (it ran past
+                                  # it, or beside it): then it creeps back onto it (the trials' goal tolerance is
+                                  # 10 u; in a 64-cube swap one stood 10.2 u off its goal for good, arrived by its
+                                  # progress along the path and never reported reached)
     straight: bool = True         # paths straightened where the plan's order allows (fewer corners and turns)
     shorten: int = 1              # candidate plans (the best) whose cubes are each planned again around the others
                                   # (2: the same successes in closed loop, twice the planning time) ...
@@ -346,7 +351,9 @@ class CoordinatedPlanner:
         cubes went stale, which changed what to plan for, and the navigator planned again, for ever (the live
         demo with `coordinated`: no cube reached its goal). A plan for other goals or cubes than now is stopped
         where it is and dropped, and one for now made: goals given one cube after another would otherwise each
-        wait for the whole plan of the ones before (seconds each, for 16 cubes and more)."""
+        wait for the whole plan of the ones before (seconds each, for 16 cubes and more). Once the searches
+        have a plan, its improvements stop after ``state.plan_time`` s (if > 0): the cubes stand meanwhile (a
+        32-cube swap's plan took a minute of CPU, four fifths of it improving)."""
         job = self._job
         if job is not None and job[0] != key:
             job[2].set()
@@ -360,10 +367,14 @@ class CoordinatedPlanner:
             future: Future = Future()
             number = self.plans
             stop = threading.Event()
+            deadline = time.monotonic() + state.plan_time if state.plan_time > 0 else math.inf
+
+            def enough() -> bool:
+                return stop.is_set() or time.monotonic() > deadline
 
             def work() -> None:
                 try:
-                    future.set_result(self._plan_for(state, active, closed, number, stop.is_set))
+                    future.set_result(self._plan_for(state, active, closed, number, stop.is_set, enough))
                 except BaseException as exc:  # handed to the tick that collects the plan
                     future.set_exception(exc)
 
@@ -373,13 +384,16 @@ class CoordinatedPlanner:
         return False
 
     def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int,
-                  stop: Callable[[], bool] | None = None):
+                  stop: Callable[[], bool] | None = None, enough: Callable[[], bool] | None = None):
         """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
         made before (the searches' seed). For real cubes, a plan with more than ``long_plan`` times as many steps
         as the longest shortest route is made again with other seeds, up to ``remakes`` times, and the one with
         the fewest steps kept (then the lower estimate); that one is improved by ``loop_lns_rounds`` groups more,
         and kept improved by the same rule (the estimate alone once kept a 24-step plan that came late). None
-        once ``stop`` says True (every search asks it as it goes: a plan nobody waits for any more)."""
+        once ``stop`` says True (every search asks it as it goes: a plan nobody waits for any more); once
+        ``enough`` (default: ``stop``) says True, what is not needed for a plan (priority-based search,
+        shortening, groups, remakes) stops and the best plan so far is taken."""
+        enough = enough or stop
         p = self.params
         pos = np.asarray(state.pos, float)
         radius = np.asarray(state.radius, float)
@@ -395,17 +409,18 @@ class CoordinatedPlanner:
                                   distance + radius[others] - r)
         model = (p.estimate_speed, p.estimate_turn, p.estimate_wait) if closed else (
             float(np.max(np.asarray(state.max_speed, float)[idx])), 0.0, 0.0)
-        best = self._best_plan(graph, closed, self.seed + number, model, stop)
+        best = self._best_plan(graph, closed, self.seed + number, model, stop, enough)
         if closed:
             route = max(graph.route(k, graph.V + graph.N + k) for k in range(graph.N)) / lattice.spacing
             for again in range(1, p.remakes + 1):
-                if len(best[3].configs) - 1 <= p.long_plan * route:
+                if len(best[3].configs) - 1 <= p.long_plan * route or (enough is not None and enough()):
                     break
-                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model, stop)
+                other = self._best_plan(graph, closed, self.seed + number + REMAKE_SEEDS * again, model, stop,
+                                        enough)
                 best = min(best, other, key=_fewest_steps)
             if p.loop_lns_rounds:
                 rng = np.random.default_rng([self.seed + number, 1])   # not any search's seed
-                more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed, stop)
+                more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed, enough)
                 best = min(best, self._option(graph, more, closed, model), key=_fewest_steps)
         if stop is not None and stop():
             return None
@@ -413,9 +428,10 @@ class CoordinatedPlanner:
         return graph, plan, idx, sch
 
     def _best_plan(self, graph: CoordinationGraph, closed: bool, seed: int, model: tuple[float, float, float],
-                   stop: Callable[[], bool] | None = None):
+                   stop: Callable[[], bool] | None = None, enough: Callable[[], bool] | None = None):
         """(incomplete, estimate, schedule, plan) of the most promising plan searched with ``seed``; ``model``:
-        the estimate's speed, time per half turn and time per wait; ``stop`` as in :meth:`_plan_for`."""
+        the estimate's speed, time per half turn and time per wait; ``stop`` and ``enough`` as in
+        :meth:`_plan_for`."""
         p = self.params
         start = [graph.V + graph.N + k for k in range(graph.N)]
         # a few plans, and the one a real swarm carries out fastest (fewest waits and turns on its critical path)
@@ -430,7 +446,7 @@ class CoordinatedPlanner:
             rng = np.random.default_rng(seed)
             plans.append(lacam.search(graph, start, rng, p.budget, turn_limit=turn_limit, stop=stop))
         if graph.N <= p.pbs_agents:
-            other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget, stop)
+            other = prioritized.priority_search(graph, start, p.pbs_limit, p.pbs_budget, enough)
             if other is not None:
                 plans.append(other)
 
@@ -444,10 +460,11 @@ class CoordinatedPlanner:
         # (each stage a candidate of its own: the estimate does not always fall with the sum of arrival steps)
         for o in options[:p.shorten]:
             shorter = lacam.without_detours(graph, prioritized.shorten(graph, o[3], p.pbs_limit, turn_limit,
-                                                                         p.shorten_moves * graph.N, follow, stop))
+                                                                         p.shorten_moves * graph.N, follow, enough))
             options.append(option(shorter))
             if p.lns_rounds:
-                options.append(option(self._improve(graph, shorter, rng, p.lns_rounds, p.lns_moves, closed, stop)))
+                options.append(option(self._improve(graph, shorter, rng, p.lns_rounds, p.lns_moves, closed,
+                                                    enough)))
         return min(options, key=lambda o: o[:2])
 
     def _option(self, graph: CoordinationGraph, plan: lacam.Plan, closed: bool, model: tuple) -> tuple:
@@ -554,7 +571,8 @@ class CoordinatedPlanner:
         for k in range(n):
             path, arcs = sch.paths[k], sch.arcs[k]
             s, lim = float(ex.progress[k]), float(limit[k])
-            if s >= float(arcs[-1]) - p.goal_reached:
+            arrived = s >= float(arcs[-1]) - p.goal_reached
+            if arrived and float(np.hypot(*(path[-1] - pos[k]))) <= p.settle:
                 # arrived: it stands, its waypoint on its goal (pushed out of CubeHandle's reach, as a waypoint
                 # to steer by is, it kept the navigator from ever reporting the goal reached)
                 waypoint[k] = path[-1]
@@ -565,7 +583,9 @@ class CoordinatedPlanner:
             v = min(max(float(min((free - running[k] * lead[k]) / run, free / (lead[k] + run))), 0.0), float(vmax[k]))
             self.why[k] = 'free' if v >= vmax[k] - 1e-6 else 'limit'
             foot = None
-            if v <= 0.0 and int(self.agents[k]) in self._blockers:
+            if arrived:
+                foot, self.why[k] = path[-1], 'settle'
+            elif v <= 0.0 and int(self.agents[k]) in self._blockers:
                 # held where it keeps a cube back: the safety layer stopped another cube for it last tick. That
                 # cube, free in the plan, may be one this cube waits for in the plan (a dead-lock the plan cannot
                 # see). A cube that overran its limit (a late host) backs along its path until it is clear of the
