@@ -62,3 +62,37 @@ def test_a_child_whose_supervisor_is_already_gone_stops_at_once():
     child = subprocess.run([sys.executable, '-c', 'import time\nfrom toio_navigator.lifecycle import die_with_parent'
                             '\ndie_with_parent()\ntime.sleep(60)'], env=env, timeout=50)
     assert child.returncode == -signal.SIGTERM
+
+
+HANGING_NODE = '''
+import time
+from rclpy.node import Node
+from toio_navigator.nodes.spin import run_node
+
+class Hangs(Node):
+    def __init__(self):
+        super().__init__('hangs')
+        print('ready', flush=True)
+
+    def destroy_node(self):
+        print('stopping', flush=True)
+        time.sleep(600)                  # as a teardown hung inside Fast DDS
+
+run_node('hangs', Hangs)
+'''
+
+
+def test_a_node_whose_teardown_hangs_exits_by_itself_with_its_stacks_in_its_log(child_env):
+    # one cube driver outlived a SIGKILLed bringup: its teardown hung inside Fast DDS 2.14.5 (README, "Stopping"),
+    # and nobody was left to kill it
+    child = subprocess.Popen([sys.executable, '-c', HANGING_NODE], env=child_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == 'ready\n'
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert 'stopping' in out
+    assert child.returncode == 1
+    assert 'Thread' in err and 'destroy_node' in err      # where it hung, in its log

@@ -74,9 +74,11 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except ExternalShutdownException:
             pass
     finally:
-        # a stop should take well under a second; if this process is still alive after STOP_REPORT_S (a supervisor
-        # kills it at 5 s), every thread's stack goes to stderr, i.e. the node's log, to say where it hangs
-        faulthandler.dump_traceback_later(STOP_REPORT_S, exit=False)
+        # a stop should take well under a second; if this process is still alive after STOP_REPORT_S, every
+        # thread's stack goes to stderr, i.e. the node's log, to say where it hangs, and it exits (status 1): a
+        # teardown hung inside Fast DDS 2.14.5 (README, "Stopping") otherwise waited for its supervisor's kill at
+        # 5 s, and a node whose bringup had been killed outright (SIGKILL) hung on for good
+        faulthandler.dump_traceback_later(STOP_REPORT_S, exit=True)
         if spinner is not None:
             spinner.shutdown()          # no callback runs after this; the context is still valid
         if node is not None:
