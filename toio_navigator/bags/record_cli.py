@@ -161,7 +161,7 @@ class TopicRecorder:
         self.newest_source_ns[topic] = info['source_timestamp']
 
     def drop_caught_up(self, stop_ns: int) -> bool:
-        """Stop listening to every topic that has given a message published at or after ``stop_ns`` (system
+        """Stop writing every topic that has given a message published at or after ``stop_ns`` (system
         clock, as DDS source timestamps are): what it published before the stop is in the bag (or was lost by
         DDS). From now on no topic is added. True once no topic is left. (The states of cubes still running
         would otherwise keep a drain busy for ever while a quiet topic, a goal sent once, holds it open.) Their
