@@ -117,7 +117,6 @@ class TopicRecorder:
         self.newest_source_ns: dict[str, int] = {}    # per topic: when the newest written message was published
         self.closed_to_new = False                    # stopping: no new subscription
         self._subs: dict[str, object] = {}
-        self._caught_up: set[str] = set()             # stopping: topics no longer written (see drop_caught_up)
 
     def _absolute(self, topic: str) -> str:
         return topic if topic.startswith('/') else '/' + topic
@@ -155,21 +154,19 @@ class TopicRecorder:
         return len(self._subs)
 
     def _write(self, topic: str, stamp_ns: int, raw: bytes, info) -> None:
-        if topic in self._caught_up:
-            return
         self.writer.write(topic, stamp_ns, raw)
         self.newest_source_ns[topic] = info['source_timestamp']
 
     def drop_caught_up(self, stop_ns: int) -> bool:
-        """Stop writing every topic that has given a message published at or after ``stop_ns`` (system
+        """Stop listening to every topic that has given a message published at or after ``stop_ns`` (system
         clock, as DDS source timestamps are): what it published before the stop is in the bag (or was lost by
         DDS). From now on no topic is added. True once no topic is left. (The states of cubes still running
-        would otherwise keep a drain busy for ever while a quiet topic, a goal sent once, holds it open.) Their
-        subscriptions stay until :meth:`stop`, after the bag is finalised: deleting DDS entities is where Fast DDS
-        2.14.5 can hang (README, "Stopping"), and a recorder killed there must not lose the bag."""
+        would otherwise keep a drain busy for ever while a quiet topic, a goal sent once, holds it open. Kept
+        subscribed, a loaded recorder's drain took every cube's states too, and ran out of time.)"""
         self.closed_to_new = True
-        self._caught_up.update(t for t in self._subs if self.newest_source_ns.get(t, 0) >= stop_ns)
-        return self._caught_up >= set(self._subs)
+        for topic in [t for t in self._subs if self.newest_source_ns.get(t, 0) >= stop_ns]:
+            self.node.destroy_subscription(self._subs.pop(topic))
+        return not self._subs
 
     def stop(self) -> None:
         for sub in self._subs.values():
@@ -259,7 +256,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     except ExternalShutdownException:
         pass
     finally:
-        writer.close()                     # first: nothing below may keep the bag from being finalised
+        writer.close()                     # first: a DDS teardown that hangs below (README, "Stopping") keeps it
         finalised = time.monotonic()
         if recorder is not None:
             recorder.stop()
