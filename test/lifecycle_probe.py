@@ -199,12 +199,27 @@ class Probe:
         as live, so it will say when the cube goes stale (it says nothing of a cube it never saw live)."""
         return navigator_used_fresh_state(self.results.get(cube), self.stale_timeout_s)
 
-    def swap(self) -> None:
-        """Send every cube to the mirror of its position through the mat centre."""
-        for i, c in enumerate(self.names):
-            s = self.states[c]
-            self.goal_pubs[c].publish(self.NavGoal(goal_id=100 + i, cube=c, x=500.0 - s.x, y=500.0 - s.y,
-                                                   direction=self.NavGoal.TOWARDS))
+    def swap(self, timeout: float = 30.0) -> None:
+        """Send every cube to the mirror of its position through the mat centre, until the navigator's results
+        carry each goal. A goal sent once can be lost: the probe's writer matching the navigator's reader (what
+        ``ready`` sees) does not mean that reader has matched the writer yet, and on a busy machine it may not
+        have (a single-process bringup beside a loaded test run never drove). So a cube whose goal the
+        navigator has not shown is sent it again every second."""
+        goals = {c: self.NavGoal(goal_id=100 + i, cube=c, x=500.0 - self.states[c].x, y=500.0 - self.states[c].y,
+                                 direction=self.NavGoal.TOWARDS) for i, c in enumerate(self.names)}
+
+        def unseen() -> list[str]:
+            return [c for c, goal in goals.items()
+                    if c not in self.results or self.results[c].goal_id != goal.goal_id]
+
+        deadline = time.monotonic() + timeout
+        while unseen():
+            assert time.monotonic() < deadline, f'the navigator never showed the goals of {unseen()}'
+            for c in unseen():
+                self.goal_pubs[c].publish(goals[c])
+            again = time.monotonic() + 1.0
+            while unseen() and time.monotonic() < again:
+                self.executor.spin_once(timeout_sec=0.02)
 
     def largest_move(self, seconds: float) -> float:
         """How far (metres) the cube that moved most went in ``seconds`` of ground truth."""
