@@ -273,3 +273,50 @@ def test_record_refuses_bad_requests_before_touching_ros(tmp_path, capsys):
     (tmp_path / 'file.txt').write_text('not a folder')
     assert record(['-o', tmp_path / 'file.txt' / 'bag']) == 2
     assert 'file.txt' in capsys.readouterr().err
+
+
+HANGING_RECORDER = '''
+import sys, time
+from toio_navigator import cli
+from toio_navigator.bags import record_cli
+
+def hang(*_args, **_kwargs):
+    print('hanging', flush=True)
+    time.sleep(3600)
+
+record_cli.DRAIN_CAP_S = 1.0
+if sys.argv[1] == 'teardown':
+    record_cli.TopicRecorder.stop = hang
+else:
+    record_cli._drain = hang
+sys.exit(cli.main(['record', '/hang/state', '-o', sys.argv[2], '--navigator', '']))
+'''
+
+
+@pytest.mark.parametrize('where', ['teardown', 'drain'])
+def test_a_recorder_that_hangs_after_a_stop_says_where_and_a_hung_teardown_exits_with_its_bag(child_env, tmp_path,
+                                                                                                where):
+    # the demo's recorder once did not stop within 15 s of its SIGTERM: it was killed, its bag not finalised, and
+    # its log said nothing after its first line
+    out = tmp_path / 'hang'
+    rec = _start(['-c', HANGING_RECORDER, where, str(out)], child_env, module=False)
+    try:
+        assert rec.stdout.readline().startswith('toio-nav record: recording'), rec.stdout.read()
+        rec.send_signal(signal.SIGTERM)
+        assert rec.stdout.readline() == 'hanging\n'
+        if where == 'teardown':
+            rec.wait(timeout=60)      # by itself, STOP_REPORT_S after the bag was finalised
+        else:
+            lines = []
+            while not any('in _record' in line for line in lines):
+                lines.append(rec.stdout.readline())       # the stacks, DRAIN_CAP_S + STOP_REPORT_S after the stop
+                assert lines[-1], ''.join(lines)
+            assert rec.poll() is None                     # still running: its supervisor decides
+    finally:
+        rec.kill()
+        log = rec.stdout.read()
+        rec.wait(timeout=10)
+    if where == 'teardown':
+        assert rec.returncode == 1, log
+        assert 'in hang' in log and 'in _record' in log, log        # where it hung, in its log
+        assert (out / 'metadata.yaml').is_file()                    # the bag was finalised before

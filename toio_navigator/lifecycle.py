@@ -11,6 +11,8 @@ record``.
   child; the child asks the kernel for SIGTERM when that parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``; a
   watcher thread elsewhere), so a SIGKILLed bringup leaves no node driving the cubes. The signal is the same
   SIGTERM as an ordinary stop, so the child still stops its cube before it exits.
+* :data:`STOP_REPORT_S`: a process still alive that long into its teardown writes every thread's stack to its
+  log and exits by itself (``faulthandler``), so a teardown that hangs says where and leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: environment variable: the pid of the supervisor whose death must stop this process
 PARENT_ENV = 'TOIO_NAV_SUPERVISOR_PID'
 _PR_SET_PDEATHSIG = 1           # <linux/prctl.h>
+#: s a teardown may take (well under one normally) before the process reports its stacks and exits (status 1): a
+#: teardown hung inside Fast DDS 2.14.5 (README, "Stopping") otherwise waited for its supervisor's kill, and a node
+#: whose bringup had been killed outright (SIGKILL) hung on for good
+STOP_REPORT_S = 4.0
 
 
 class StopRequest:

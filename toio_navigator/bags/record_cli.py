@@ -11,6 +11,7 @@ If a navigator node is running, its parameters are stored in the bag's ``custom_
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import json
 import math
@@ -28,7 +29,7 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from toio_navigator.bags.record import FLUSH_PERIOD_S, STORAGES, BagError, BagWriter
-from toio_navigator.lifecycle import StopRequest
+from toio_navigator.lifecycle import STOP_REPORT_S, StopRequest
 
 PARAMETERS_KEY = 'toio_navigator.navigator_parameters'   # custom_data key: JSON {name: value}
 NAVIGATOR_NODE = '/navigator'
@@ -250,6 +251,9 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             if time.monotonic() - flushed >= FLUSH_PERIOD_S:
                 writer.flush()
                 flushed = time.monotonic()
+        # a recorder still here when its supervisor's patience (the demo's 15 s) is nearly over writes every
+        # thread's stack to stderr, its log, to say where it hangs (one was killed once, its log silent)
+        faulthandler.dump_traceback_later(DRAIN_CAP_S + STOP_REPORT_S, exit=False)
         if not _drain(executor, recorder, writer, context):
             print(f'toio-nav record: still behind {DRAIN_CAP_S:.0f} s after the stop: the last messages published '
                   'before it are not in the bag', file=sys.stderr)
@@ -258,6 +262,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     finally:
         writer.close()                     # first: a DDS teardown that hangs below (README, "Stopping") keeps it
         finalised = time.monotonic()
+        faulthandler.dump_traceback_later(STOP_REPORT_S, exit=True)   # and then it exits by itself
         if recorder is not None:
             recorder.stop()
         if executor is not None:
@@ -266,6 +271,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             node.destroy_node()
         if context is not None:
             rclpy.try_shutdown(context=context)
+        faulthandler.cancel_dump_traceback_later()
     total = sum(writer.counts.values())
     how = f' after {stop.name}, finalised in {finalised - stop.at:.2f} s' if stop else ''
     print(f'toio-nav record: wrote {total} messages on {sum(1 for n in writer.counts.values() if n)} topics in '

@@ -23,15 +23,13 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from toio_navigator.lifecycle import REFUSED, StopRequest, die_with_parent
+from toio_navigator.lifecycle import REFUSED, STOP_REPORT_S, StopRequest, die_with_parent
 
 try:    # rclpy's EventsExecutor is experimental in Jazzy and may be missing from other builds
     from rclpy.experimental import EventsExecutor
 except ImportError:
     EventsExecutor = None
 
-
-STOP_REPORT_S = 4.0
 
 
 def make_executor(context=None):
@@ -74,10 +72,7 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         except ExternalShutdownException:
             pass
     finally:
-        # a stop should take well under a second; if this process is still alive after STOP_REPORT_S, every
-        # thread's stack goes to stderr, i.e. the node's log, to say where it hangs, and it exits (status 1): a
-        # teardown hung inside Fast DDS 2.14.5 (README, "Stopping") otherwise waited for its supervisor's kill at
-        # 5 s, and a node whose bringup had been killed outright (SIGKILL) hung on for good
+        # still alive after STOP_REPORT_S: every thread's stack to stderr (the node's log) and exit (status 1)
         faulthandler.dump_traceback_later(STOP_REPORT_S, exit=True)
         if spinner is not None:
             spinner.shutdown()          # no callback runs after this; the context is still valid
