@@ -23,11 +23,12 @@ pytest.importorskip('toio_navigator.msg')
 import yaml  # noqa: E402
 
 from toio_navigator.bags import record_cli  # noqa: E402
+from toio_navigator.bags.record import BagWriter  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
 from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.replay_live import compare_live, replay_live  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
-from toio_navigator.msg import NavResult  # noqa: E402
+from toio_navigator.msg import CubeState, NavResult  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / 'test' / 'data' / 'bags' / 'cross2_sqlite3'
@@ -320,3 +321,34 @@ def test_a_recorder_that_hangs_after_a_stop_says_where_and_a_hung_teardown_exits
         assert rec.returncode == 1, log
         assert 'in hang' in log and 'in _record' in log, log        # where it hung, in its log
         assert (out / 'metadata.yaml').is_file()                    # the bag was finalised before
+
+
+def test_a_recorder_behind_writes_what_a_topic_has_queued_in_one_callback(ros, tmp_path):
+    # the 4-cube demo's recorder, beside a loaded test run, was still draining ten topics 10 s after its stop: the
+    # executor's own work was three quarters of a message's CPU, paid once per message
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415 (rclpy is optional for the module)
+    from rclpy.node import Node  # noqa: PLC0415
+    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+
+    from conftest import spin_until  # noqa: PLC0415
+
+    node, source = Node('recorder_under_test', context=ros), Node('queued_source', context=ros)
+    executor = SingleThreadedExecutor(context=ros)
+    executor.add_node(node)
+    pub = source.create_publisher(CubeState, '/queued/state', QoSProfile(depth=200,
+                                                                        reliability=ReliabilityPolicy.RELIABLE))
+    with BagWriter(tmp_path / 'queued') as writer:
+        recorder = record_cli.TopicRecorder(node, writer, ['/queued/state'])
+        assert spin_until(executor, lambda: recorder.discover() == 1)
+        sub = recorder._subs['/queued/state']
+        assert spin_until(executor, lambda: sub.get_publisher_count() == 1 and pub.get_subscription_count() == 1)
+        calls = []
+        write = recorder._write
+        recorder._write = lambda *a: (calls.append(1), write(*a))
+        for k in range(150):                   # queued while the recorder does not spin (a starved process)
+            pub.publish(CubeState(cube='q', standard_id=k))
+        time.sleep(1.0)
+        assert spin_until(executor, lambda: writer.counts.get('/queued/state', 0) == 150)
+        node.destroy_node()
+        source.destroy_node()
+    assert len(calls) <= 150 // record_cli.TAKE_BATCH + 2, len(calls)
