@@ -203,8 +203,7 @@ class Probe:
         """Send every cube to the mirror of its position through the mat centre, until the navigator's results
         carry each goal. A goal sent once can be lost: the probe's writer matching the navigator's reader (what
         ``ready`` sees) does not mean that reader has matched the writer yet, and on a busy machine it may not
-        have (a single-process bringup beside a loaded test run never drove). So a cube whose goal the
-        navigator has not shown is sent it again every second."""
+        have. So a cube whose goal the navigator has not shown is sent it again every second."""
         goals = {c: self.NavGoal(goal_id=100 + i, cube=c, x=500.0 - self.states[c].x, y=500.0 - self.states[c].y,
                                  direction=self.NavGoal.TOWARDS) for i, c in enumerate(self.names)}
 
