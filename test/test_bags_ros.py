@@ -21,7 +21,11 @@ pytest.importorskip('rclpy')
 pytest.importorskip('toio_navigator.msg')
 
 import yaml  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 
+from conftest import spin_until  # noqa: E402
 from toio_navigator.bags import record_cli  # noqa: E402
 from toio_navigator.bags.record import BagWriter  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
@@ -326,12 +330,6 @@ def test_a_recorder_that_hangs_after_a_stop_says_where_and_a_hung_teardown_exits
 def test_a_recorder_behind_writes_what_a_topic_has_queued_in_one_callback(ros, tmp_path):
     # the 4-cube demo's recorder, beside a loaded test run, was still draining ten topics 10 s after its stop: the
     # executor's own work was three quarters of a message's CPU, paid once per message
-    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415 (rclpy is optional for the module)
-    from rclpy.node import Node  # noqa: PLC0415
-    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-
-    from conftest import spin_until  # noqa: PLC0415
-
     node, source = Node('recorder_under_test', context=ros), Node('queued_source', context=ros)
     executor = SingleThreadedExecutor(context=ros)
     executor.add_node(node)

@@ -265,7 +265,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
             if time.monotonic() - flushed >= FLUSH_PERIOD_S:
                 writer.flush()
                 flushed = time.monotonic()
-        # a recorder still here when its supervisor's patience (the demo's 15 s) is nearly over writes every
+        # a recorder still draining when its supervisor's patience (the demo's 15 s) is nearly over writes every
         # thread's stack to stderr, its log, to say where it hangs (one was killed once, its log silent)
         faulthandler.dump_traceback_later(DRAIN_CAP_S + STOP_REPORT_S, exit=False)
         if not _drain(executor, recorder, writer, context):
@@ -274,6 +274,7 @@ def _record(args: argparse.Namespace, out: Path, stop: StopRequest) -> int:
     except ExternalShutdownException:
         pass
     finally:
+        faulthandler.cancel_dump_traceback_later()     # (the drain is over; finalising is slow but not stuck)
         writer.close()                     # first: a DDS teardown that hangs below (README, "Stopping") keeps it
         finalised = time.monotonic()
         faulthandler.dump_traceback_later(STOP_REPORT_S, exit=True)   # and then it exits by itself

@@ -31,7 +31,6 @@ except ImportError:
     EventsExecutor = None
 
 
-
 def make_executor(context=None):
     """The executor of every node and of a --single bringup: rclpy's EventsExecutor where it exists (Jazzy:
     rclpy.experimental), whose dispatch is much cheaper than the SingleThreadedExecutor's wait-set rebuild (which
