@@ -778,6 +778,24 @@ def test_a_cube_that_ran_past_the_end_of_its_path_creeps_back_onto_its_goal():
     assert commands['a'].reached and commands['a'].motor[:2] == (0, 0)
 
 
+def test_a_cube_out_for_a_moment_is_held_in_the_plan_while_the_others_drive_on():
+    # a live 8-cube swap beside a loaded test run never arrived: a cube's states stopped for 0.1-0.4 s every few
+    # seconds, and each time everyone stopped and planned again, twice (out, and back)
+    at_start, at_goal = SIDE_BY_SIDE
+    controller, now = _controller(at_start, at_goal)
+    planner = controller.planner
+    while planner.execution is None:
+        _tick(controller, now, at_start)
+    plan = planner.execution
+    for _ in range(15):                             # 0.75 s without a state of b: stale after 0.5 s
+        commands = _tick(controller, now, {'a': at_start['a']})
+    assert not controller.live()[1]
+    assert commands['a'].motor[:2] != (0, 0) and commands['b'].motor[:2] == (0, 0)
+    assert planner.execution is plan and planner.reasons == []
+    _tick(controller, now, at_start)                # back
+    assert controller.live()[1] and ('goals or cubes changed' not in [why for _t, why in planner.reasons])
+
+
 def test_a_live_navigator_plans_in_the_background_and_holds_the_cubes_meanwhile():
     # a plan made within the tick kept the navigator node from reading states for seconds: the cubes went stale,
     # which changed what to plan for, and it planned again, for ever (the live demo: no cube reached its goal)

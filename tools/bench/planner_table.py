@@ -560,6 +560,9 @@ def coordinated_section() -> list[str]:
         '   onto its path; one that overran its limit (a late host) backs along its path until it stands clear',
         '   of the ways it waits for. A cube that strays far from its path, a change of goals or of the cubes',
         '   that can move, or a long stop without progress makes everyone stop and plan again from where they are.',
+        '   A cube of the plan out for a moment (its states stopped coming, the controller stops it) is held in',
+        '   the plan instead: planning again each time one cube\'s link hiccuped kept a busy host\'s live swarm',
+        '   from ever arriving; held too long, it stalls the others and they plan again without it.',
         f'   A cube whose progress has come to the end of its path stands, unless it is more than {p.settle:g} u '
         'from that',
         '   end (it ran past it, or beside it): then it creeps back onto it. One stood 10.2 u off its goal for',

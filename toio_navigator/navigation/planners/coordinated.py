@@ -25,7 +25,8 @@ Layers, each in ``navigation/coordination``:
   layer under it reckons with the link's worst latency.
 
 A cube that strays from its path, a change of goals or of the cubes that can move, or a long stop without
-progress, stops everyone and plans again from where they are, once they are at rest.
+progress, stops everyone and plans again from where they are, once they are at rest. A cube of the plan out for a
+moment (its states stopped coming) is held in the plan instead (``_held``).
 ``state.latency`` > 0 (the navigator's controller) means real cubes; 0 means the benchmark's ideal discs.
 """
 from __future__ import annotations
@@ -186,6 +187,7 @@ class CoordinatedPlanner:
         self.replan = True            # plan at the next chance
         self.planned_at = 0.0
         self.key = None               # what the current plan was made for
+        self._sizes = np.zeros(n)     # the cubes' radii then
         self.agents = np.zeros(0, np.int64)
         self.graph: CoordinationGraph | None = None
         self.plan: lacam.Plan | None = None
@@ -214,7 +216,7 @@ class CoordinatedPlanner:
             dt = state.elapsed        # its clock and timers run on the time that passed, not on ticks
         self.clock += dt
         pos = np.asarray(state.pos, float)
-        radius = np.asarray(state.radius, float)
+        radius = np.broadcast_to(np.asarray(state.radius, float), (n,)).copy()
         seen = np.all(pos > UNSEEN, axis=1)
         active = np.asarray(state.active, bool) & seen
         hold = PlannerOutput(velocity=np.zeros((n, 2)), waypoint=pos.copy(), speed_limit=np.zeros(n),
@@ -222,10 +224,15 @@ class CoordinatedPlanner:
         if not active.any() or (self.execution is None and not seen.all() and self.clock < p.startup):
             return hold
         closed = state.latency > 0.0
-        key = self._key(state, active)
+        held = self._held(active, seen)
+        # (a held cube's radius grows while it is out: the controller's room for where it may have got to)
+        key = self._key(state, active | held, np.where(held, self._sizes, radius))
         if key != self.key:
             self._again('goals or cubes changed')
         if self.replan:
+            held[:] = False
+            self._sizes = radius
+            key = self._key(state, active, radius)      # a new plan is for the cubes active now
             if closed and self.clock - self.last_motion < p.rest_time:
                 return hold                   # everyone stops; plan when they stand still
             if not self.plan_in_background:
@@ -279,6 +286,7 @@ class CoordinatedPlanner:
                                      heading, later, running[idx], before)
             for towards in (heading, later):
                 speed = self._keep_off_walls(pos[idx], towards, speed, radius[idx], react)
+            speed[held[idx]] = 0.0
             out.speed_limit[idx] = speed
             out.waypoint[idx] = waypoint
             self._backward[idx] = back
@@ -294,6 +302,7 @@ class CoordinatedPlanner:
                 target = point_at(ex.schedule.paths[k], arcs, min(ex.progress[k] + step_len[k], corner))
                 out.velocity[i] = (target - pos[i]) / dt
                 out.waypoint[i] = point_at(ex.schedule.paths[k], ex.schedule.arcs[k], float(limit[k]))
+            out.velocity[held] = 0.0
             out.speed_limit[idx] = np.hypot(*out.velocity[idx].T)
         self.last = dict(execution=ex, progress=ex.progress.copy(), limit=limit, agents=idx,
                          why=list(getattr(self, 'why', [])))
@@ -340,10 +349,23 @@ class CoordinatedPlanner:
             self.reasons.append((round(self.clock, 3), why))
         self.replan = True
 
-    def _key(self, state: SwarmState, active: np.ndarray) -> bytes:
+    def _held(self, active: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """(N,) the cubes of the plan being carried out that are not active now but were seen: out for a moment
+        (the controller stops a cube whose states stopped coming, and it counts as an obstacle). They stay in the
+        plan, held where they are: its order holds whatever the delays, while planning everyone again each time
+        one cube's link hiccuped kept a busy host's swarm from ever arriving (a live 8-cube swap beside a loaded
+        test run: a cube stale for 0.1-0.4 s every few seconds, each time everyone stopped for a new plan, twice).
+        A cube out too long holds the others up until nobody progresses, and everyone plans again without it
+        (``stall_time``). A changed goal still changes the plan's key."""
+        out = np.zeros(len(active), bool)
+        if self.execution is not None and not self.replan and len(self.agents) and self.agents.max() < len(active):
+            out[self.agents] = ~active[self.agents] & seen[self.agents]
+        return out
+
+    def _key(self, state: SwarmState, active: np.ndarray, radius: np.ndarray) -> bytes:
+        """What a plan is made for: which cubes, their goals and radii, the walls."""
         goals = np.round(np.asarray(state.goal, float)[active] * 2.0) / 2.0
-        return (active.tobytes() + goals.tobytes() + np.asarray(state.walls, float).tobytes()
-                + np.asarray(state.radius, float)[active].tobytes())
+        return active.tobytes() + goals.tobytes() + np.asarray(state.walls, float).tobytes() + radius[active].tobytes()
 
     def _plan_in_background(self, state: SwarmState, active: np.ndarray, key: bytes, closed: bool) -> bool:
         """True once a plan for ``key`` is adopted; until then a worker thread makes it. A plan for many cubes
