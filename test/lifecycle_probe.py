@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from conftest import navigator_setting
+from conftest import navigator_setting, spin_until
 from goal_probe import navigator_used_fresh_state
 from toio_navigator.cube import protocol as p
 from toio_navigator.launching import profiles
@@ -216,9 +216,7 @@ class Probe:
             assert time.monotonic() < deadline, f'the navigator never showed the goals of {unseen()}'
             for c in unseen():
                 self.goal_pubs[c].publish(goals[c])
-            again = time.monotonic() + 1.0
-            while unseen() and time.monotonic() < again:
-                self.executor.spin_once(timeout_sec=0.02)
+            spin_until(self.executor, lambda: not unseen(), 1.0)
 
     def largest_move(self, seconds: float) -> float:
         """How far (metres) the cube that moved most went in ``seconds`` of ground truth."""

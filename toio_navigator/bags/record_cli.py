@@ -161,16 +161,17 @@ class TopicRecorder:
         quarters of a message's CPU here; the 4-cube demo's recorder, beside a loaded test run, was still
         draining ten topics 10 s after its stop and gave the rest up)."""
         clock = self.node.get_clock()
-        self.writer.write(topic, clock.now().nanoseconds, raw)
-        self.newest_source_ns[topic] = info['source_timestamp']
         sub = self._subs.get(topic)
-        for _ in range(TAKE_BATCH if sub is not None else 0):
+        for left in range(TAKE_BATCH, -1, -1):
+            self.writer.write(topic, clock.now().nanoseconds, raw)
+            self.newest_source_ns[topic] = info['source_timestamp']
+            if not left or sub is None:
+                break
             with sub.handle:
-                taken = sub.handle.take_message(sub.msg_type, True)
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
             if taken is None:
                 break
-            self.writer.write(topic, clock.now().nanoseconds, taken[0])
-            self.newest_source_ns[topic] = taken[1]['source_timestamp']
+            raw, info = taken
 
     def drop_caught_up(self, stop_ns: int) -> bool:
         """Stop listening to every topic that has given a message published at or after ``stop_ns`` (system

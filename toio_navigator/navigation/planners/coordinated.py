@@ -358,7 +358,7 @@ class CoordinatedPlanner:
         A cube out too long holds the others up until nobody progresses, and everyone plans again without it
         (``stall_time``). A changed goal still changes the plan's key."""
         out = np.zeros(len(active), bool)
-        if self.execution is not None and not self.replan and len(self.agents) and self.agents.max() < len(active):
+        if self.execution is not None and not self.replan:     # (its agents are of this swarm: reset on a new N)
             out[self.agents] = ~active[self.agents] & seen[self.agents]
         return out
 
