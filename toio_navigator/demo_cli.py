@@ -30,7 +30,6 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.bags.record import UNFINALISED
@@ -41,6 +40,7 @@ from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.msg import CubeState, NavGoal, NavResult
 from toio_navigator.navigation.controller import NavigatorSettings
 from toio_navigator.nodes.arena_demo import run_arena_demo
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.srv import SetGoal
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
@@ -243,7 +243,7 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
     children = Children()
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = Node('demo', context=context)
+    node = LeanNode('demo', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     tracker = Tracker(n)

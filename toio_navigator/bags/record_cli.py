@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 import rclpy
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
@@ -131,6 +132,9 @@ class TopicRecorder:
         # reliable even where the publishers are: one sample lost on a busy host then holds back every later one
         # until DDS repairs it (seconds), and a recorder stopped meanwhile loses the run's last seconds
         qos = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+        # and no event handlers: a best-effort volatile reader is compatible with every writer, and rclpy's two
+        # default handlers per topic would be checked on every wait of the executor (nodes/lean_node.py)
+        events = SubscriptionEventCallbacks(use_default_callbacks=False)
         if self.closed_to_new:
             return len(self._subs)
         for name, types in self.node.get_topic_names_and_types():
@@ -152,7 +156,7 @@ class TopicRecorder:
                 continue
             self.writer.add_topic(name, msgtype)
             self._subs[name] = self.node.create_subscription(
-                cls, name, lambda raw, info, n=name: self._write(n, raw, info), qos, raw=True)
+                cls, name, lambda raw, info, n=name: self._write(n, raw, info), qos, raw=True, event_callbacks=events)
         return len(self._subs)
 
     def _write(self, topic: str, raw: bytes, info) -> None:

@@ -23,7 +23,6 @@ import rclpy
 from nav_msgs.msg import OccupancyGrid
 from nav_msgs.msg import Path as PathMsg
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from toio_navigator.arena.fastest_path import fastest_path
@@ -34,6 +33,7 @@ from toio_navigator.launching.supervisor import Children
 from toio_navigator.lifecycle import StopRequest
 from toio_navigator.msg import ArenaState
 from toio_navigator.nodes.conversions import grid_from_occupancy, poses_from_path
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.qos import LATCHED, STATE_QOS
 from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
@@ -115,7 +115,7 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
         rclpy.init(context=context, **({'domain_id': int(domain)} if domain else {}))
     except Exception as exc:        # e.g. a ROS_DOMAIN_ID the middleware cannot use
         raise ArenaDemoError(f'cannot start ROS (ROS_DOMAIN_ID {domain}): {exc}') from None
-    node = Node('arena_demo', context=context)
+    node = LeanNode('arena_demo', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     latest: dict = {}

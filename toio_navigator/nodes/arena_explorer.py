@@ -28,7 +28,6 @@ from dataclasses import replace
 
 from nav_msgs.msg import OccupancyGrid, Path
 from rclpy.exceptions import ParameterException
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.task import Future
@@ -60,6 +59,7 @@ from toio_navigator.msg import (
     NavResult,
 )
 from toio_navigator.nodes import conversions
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import LATCHED, STATE_QOS
 from toio_navigator.nodes.spin import run_node
@@ -85,7 +85,7 @@ def arena_state(explorer: ArenaExplorer, pose: Pose, status: str, text: str, mov
     return msg
 
 
-class ArenaExplorerNode(Node):
+class ArenaExplorerNode(LeanNode):
     def __init__(self, **kwargs) -> None:
         super().__init__('arena_explorer', **kwargs)
         self.parameters = NodeParameters(self, PARAMS)

@@ -29,7 +29,6 @@ from typing import Awaitable, Callable
 
 from geometry_msgs.msg import Twist
 from rclpy.exceptions import ParameterException
-from rclpy.node import Node
 
 from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
@@ -44,6 +43,7 @@ from toio_navigator.nodes import conversions
 from toio_navigator.nodes.driver_features import DriverFeatures
 from toio_navigator.nodes.driver_moves import DriverMoves
 from toio_navigator.nodes.driver_state import DriverState
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import LATCHED
 from toio_navigator.nodes.ros_sim_link import RosSimLink
@@ -58,7 +58,7 @@ _STATUS_LINK = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED, LinkState.CONNE
                 LinkState.FAILED: LinkStatus.FAILED}
 
 
-class CubeDriverNode(Node):
+class CubeDriverNode(LeanNode):
     """One cube's driver. Parameters: :data:`toio_navigator.settings.driver.PARAMS`.
 
     Raises :class:`~toio_navigator.settings.spec.SettingError` (a ValueError naming the parameter) if a

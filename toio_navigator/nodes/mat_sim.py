@@ -31,11 +31,11 @@ import numpy as np
 from geometry_msgs.msg import Pose, PoseArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
-from rclpy.node import Node
 
 from toio_navigator.cube import protocol as p
 from toio_navigator.msg import BleFrame, ContactEvent, IrRanges
 from toio_navigator.nodes import conversions
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import BLE_QOS
 from toio_navigator.nodes.spin import run_node
@@ -105,7 +105,8 @@ class _CubePort:
         self.rx = node.create_publisher(BleFrame, f'{name}/ble/rx', BLE_QOS)
         self.lease_lost = False         # the driver's DDS liveliness lease ran out: it died or hangs
         self.tx = node.create_subscription(BleFrame, f'{name}/ble/tx', self._on_tx, BLE_QOS,
-                                           event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness))
+                                           event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness,
+                                                                                       use_default_callbacks=False))
         self.frames_in = 0
         self.rejected = 0
         self.expired = 0                # motor commands the air's delay used up entirely (_on_time)
@@ -209,7 +210,7 @@ class _CubePort:
             self.node.get_logger().warning(f'{self.name}: {exc}', throttle_duration_sec=5.0)
 
 
-class MatSimNode(Node):
+class MatSimNode(LeanNode):
     """Hosts :class:`~toio_navigator.sim.world.World` + :class:`~toio_navigator.sim.virtual_cube.VirtualCubes`.
 
     Parameters: :data:`toio_navigator.settings.mat_sim.PARAMS`. Raises SettingError naming the parameter when

@@ -21,13 +21,13 @@ import math
 import sys
 import time
 
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
 from toio_navigator.navigation.controller import STOP, SwarmController, stamp_seconds
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.markers import navigator_markers
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import run_node
@@ -37,7 +37,7 @@ from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
 
 
-class NavigatorNode(Node):
+class NavigatorNode(LeanNode):
     """The navigator (rclpy must be initialised). Raises ValueError naming the parameter for bad parameters."""
 
     def __init__(self, **kwargs) -> None:

@@ -59,7 +59,8 @@ class RosSimLink(Transport):
         self._peer_lost = False                 # mat_sim's DDS liveliness lease ran out: it died or hangs
         self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
                                             callback_group=callback_group,
-                                            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness))
+                                            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness,
+                                                                                       use_default_callbacks=False))
         self._deliver: dict[str, Callable[[bytes], None]] = {}
         self._open_flag = False
         self._reads: dict[int, asyncio.Future] = {}

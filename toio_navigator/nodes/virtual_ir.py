@@ -15,11 +15,11 @@ import sys
 import time
 
 from rclpy.exceptions import ParameterException
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.arena.layout import LayoutError, load_layout
 from toio_navigator.msg import CubeState, IrRanges
+from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.settings.spec import SettingError
@@ -51,7 +51,7 @@ class ArenaSensors:
         return list(self.sensors.read_ranges(self.mapping.mat_to_pose(x, y, theta)))
 
 
-class VirtualIrNode(Node):
+class VirtualIrNode(LeanNode):
     """Parameters: :data:`toio_navigator.settings.virtual_ir.PARAMS`. Raises SettingError naming the parameter
     when one is invalid."""
 
