@@ -396,7 +396,7 @@ def test_a_plan_out_of_time_to_improve_is_the_first_complete_one_and_still_bring
     quick = dict(tries_large=1, pbs_agents=0, lns_rounds=0, loop_lns_moves=3000, loop_lns_rounds=100)
     state, everyone = crowd_state(1), np.ones(20, bool)
     improved = CoordinatedPlanner(**quick)._plan_for(state, everyone, True, 0)[1]
-    graph, cut, _idx, _sch = CoordinatedPlanner(**quick)._plan_for(state, everyone, True, 0, None, lambda: True)
+    graph, cut, _idx, _sch = CoordinatedPlanner(**quick)._plan_for(state, everyone, True, 0, enough=lambda: True)
     unimproved = CoordinatedPlanner(**{**quick, 'shorten': 0, 'loop_lns_rounds': 0})._plan_for(
         state, everyone, True, 0)[1]
     assert cut.complete and list(cut.configs[-1]) == list(graph.target)

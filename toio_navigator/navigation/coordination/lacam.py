@@ -43,6 +43,11 @@ class _Node:
     succ: dict = field(default_factory=dict)   # successor configuration -> (node, rank of that step)
 
 
+def never() -> bool:
+    """The ``stop`` of a search that nobody cuts short."""
+    return False
+
+
 @dataclass
 class Plan:
     """configs[t][i]: cube i's vertex after t steps; ranks[t][i]: the order of cube i's move in step t -> t+1."""
@@ -54,7 +59,7 @@ class Plan:
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
            refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None,
-           stop: Callable[[], bool] | None = None) -> Plan:
+           stop: Callable[[], bool] = never) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
@@ -110,7 +115,7 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     goal_node = None
     limit = budget
     while stack and expanded < limit:
-        if stop is not None and stop():
+        if stop():
             break
         node = stack[-1]
         if goal_node is not None and node.g + node.h >= goal_node.g:

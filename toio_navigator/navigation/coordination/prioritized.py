@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
-from toio_navigator.navigation.coordination.lacam import Plan
+from toio_navigator.navigation.coordination.lacam import Plan, never
 
 
 class _Reserved:
@@ -264,7 +264,7 @@ def _topological(n: int, ordered: set[tuple[int, int]]) -> list[int] | None:
 
 
 def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budget: int,
-                    stop: Callable[[], bool] | None = None) -> Plan | None:
+                    stop: Callable[[], bool] = never) -> Plan | None:
     """Priority-based search (Ma et al., AAAI 2019): every cube first takes its own fastest path; where two cubes
     interact without an order between them, the search branches on which one plans around the other (its path,
     and those of the cubes below it, planned again around everyone above). Depth first, cheaper child first; at
@@ -279,7 +279,7 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
         paths[i] = path
     stack = [(paths, frozenset())]
     branches = 0
-    while stack and branches < budget and not (stop is not None and stop()):
+    while stack and branches < budget and not stop():
         paths, ordered = stack.pop()
         horizon = max(len(p) for p in paths.values())
         pair = _conflict(graph, paths, set(ordered), horizon)
@@ -379,7 +379,7 @@ def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> P
 
 
 def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
-            budget: int = 60000, follow: float = 0.0, stop: Callable[[], bool] | None = None) -> Plan:
+            budget: int = 60000, follow: float = 0.0, stop: Callable[[], bool] = never) -> Plan:
     """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
     of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
     soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
@@ -394,7 +394,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
     paths = _paths(configs)
     excess = [_moves(paths[k]) - graph.route(k, configs[0][k]) / graph.lattice.spacing for k in range(n)]
     for i in sorted(range(n), key=lambda k: -excess[k]):
-        if left[0] <= 0 or (stop is not None and stop()):
+        if left[0] <= 0 or stop():
             break
         old = paths[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
@@ -410,7 +410,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
 
 def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
             turn_limit: float | None = None, budget: int = 20000, total: int | None = None,
-            follow: float = 0.0, stop: Callable[[], bool] | None = None) -> Plan:
+            follow: float = 0.0, stop: Callable[[], bool] = never) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
@@ -434,7 +434,7 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
     best = cost(configs, paths)
     left = math.inf if total is None else total
     for _ in range(rounds):
-        if left <= 0 or (stop is not None and stop()):
+        if left <= 0 or stop():
             break
         if rng.random() < 0.5:
             group = [int(k) for k in rng.choice(n, size, replace=False)]

@@ -406,7 +406,7 @@ class CoordinatedPlanner:
         return False
 
     def _plan_for(self, state: SwarmState, active: np.ndarray, closed: bool, number: int,
-                  stop: Callable[[], bool] | None = None, enough: Callable[[], bool] | None = None):
+                  stop: Callable[[], bool] = lacam.never, enough: Callable[[], bool] | None = None):
         """(graph, plan, cubes, schedule) for the ``active`` cubes of ``state``; ``number``: how many plans were
         made before (the searches' seed). For real cubes, a plan with more than ``long_plan`` times as many steps
         as the longest shortest route is made again with other seeds, up to ``remakes`` times, and the one with
@@ -444,13 +444,13 @@ class CoordinatedPlanner:
                 rng = np.random.default_rng([self.seed + number, 1])   # not any search's seed
                 more = self._improve(graph, best[3], rng, p.loop_lns_rounds, p.loop_lns_moves, closed, enough)
                 best = min(best, self._option(graph, more, closed, model), key=_fewest_steps)
-        if stop is not None and stop():
+        if stop():
             return None
         _incomplete, _estimate, sch, plan = best
         return graph, plan, idx, sch
 
     def _best_plan(self, graph: CoordinationGraph, closed: bool, seed: int, model: tuple[float, float, float],
-                   stop: Callable[[], bool] | None = None, enough: Callable[[], bool] | None = None):
+                   stop: Callable[[], bool] = lacam.never, enough: Callable[[], bool] = lacam.never):
         """(incomplete, estimate, schedule, plan) of the most promising plan searched with ``seed``; ``model``:
         the estimate's speed, time per half turn and time per wait; ``stop`` and ``enough`` as in
         :meth:`_plan_for`."""
@@ -495,7 +495,7 @@ class CoordinatedPlanner:
         return not plan.complete, schedule.duration(sch, *model, closed and self.params.backward), sch, plan
 
     def _improve(self, graph: CoordinationGraph, plan: lacam.Plan, rng: np.random.Generator, rounds: int,
-                 moves: int, closed: bool, stop: Callable[[], bool] | None = None) -> lacam.Plan:
+                 moves: int, closed: bool, stop: Callable[[], bool] = lacam.never) -> lacam.Plan:
         """``plan`` with groups of cubes planned again around the others ``rounds`` times (``prioritized.improve``),
         trying at most ``moves`` moves per cube in all."""
         p = self.params
