@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import rclpy
@@ -38,6 +39,8 @@ from toio_navigator.nodes.qos import LATCHED, STATE_QOS
 from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
+#: s a call of the explorer's services waits for its answer before it is made again (an answer can be lost)
+ANSWER_WAIT_S = 3.0
 
 
 class ArenaDemoError(RuntimeError):
@@ -101,6 +104,38 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
         return 1
 
 
+def call_trigger(client, what: str, spin_until: Callable[..., None], limit: float,
+                 started: Callable[[], bool] = lambda: False, logs: str = '') -> str:
+    """Call a Trigger service until it succeeds (the explorer says what it still waits for); its message.
+    ``spin_until(condition, what)`` spins until ``condition()`` (raising on the caller's own deadline). On a busy
+    machine an answer can be lost (the service's reply path not matched yet: the explorer logs "failed to send
+    response"), a refusal as well as a success: a call without an answer within ANSWER_WAIT_S is made again, and
+    ``started()`` (e.g. arena/state in the mode the call starts) counts as the answer. ArenaDemoError when the
+    service is not there, does not answer or still refuses after ``limit`` s (its message ends with ``logs``)."""
+    end = time.monotonic() + limit
+    spin_until(lambda: client.service_is_ready() or time.monotonic() > end, f'the {what} service')
+    if not client.service_is_ready():
+        raise ArenaDemoError(f'timed out waiting for the {what} service{logs}')
+    while True:
+        future = client.call_async(Trigger.Request())
+        ask_again = time.monotonic() + ANSWER_WAIT_S
+        spin_until(lambda: future.done() or started() or time.monotonic() > min(ask_again, end),
+                   f'the answer of {what}')
+        if future.done() and future.result().success:
+            return future.result().message
+        if started():       # (a call made again may be refused: "already exploring")
+            return f'{what}: started, as its state says'
+        if not future.done():
+            client.remove_pending_request(future)
+            if time.monotonic() > end:
+                raise ArenaDemoError(f'no answer from {what} within {limit:.0f} s{logs}')
+            continue
+        if time.monotonic() > end:
+            raise ArenaDemoError(f'{what} refused: {future.result().message}')
+        pause = time.monotonic() + 0.5
+        spin_until(lambda: time.monotonic() > pause, f'the answer of {what}')
+
+
 def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeout, env, say) -> int:
     names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
     log_dir = out / 'logs'
@@ -149,25 +184,9 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
                 progress()
 
     def call(client, what: str, limit: float = 60.0, status: int | None = None) -> str:
-        """Call a Trigger until it succeeds (the explorer says what it still waits for); returns the message.
-        On a busy machine the answer can be lost (the service's reply path not matched yet) although the call
-        did its work: arena/state entering ``status`` counts as the answer then."""
-        spin_until(client.service_is_ready, f'the {what} service', limit)
-        end = time.monotonic() + limit
-
         def started() -> bool:
             return status is not None and 'state' in latest and latest['state'].status == status
-        while True:
-            future = client.call_async(Trigger.Request())
-            spin_until(lambda: future.done() or started(), f'the answer of {what}', 10.0)
-            if not future.done():
-                return f'{what}: its answer was lost, arena/state says it started'
-            result = future.result()
-            if result.success:
-                return result.message
-            if time.monotonic() > end:
-                raise ArenaDemoError(f'{what} refused: {result.message}')
-            executor.spin_once(timeout_sec=0.5)
+        return call_trigger(client, what, spin_until, limit, started, f' (logs: {log_dir})')
 
     def progress() -> None:
         st = latest.get('state')
