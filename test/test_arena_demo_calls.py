@@ -15,8 +15,9 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.task import Future  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from toio_navigator.nodes.arena_demo import ANSWER_WAIT_S, ArenaDemoError, call_trigger  # noqa: E402
+from toio_navigator.nodes.arena_demo import ArenaDemoError, call_trigger  # noqa: E402
 from toio_navigator.nodes.lean_node import LeanNode  # noqa: E402
+from toio_navigator.nodes.service_call import ANSWER_WAIT_S  # noqa: E402
 
 
 class _Server:

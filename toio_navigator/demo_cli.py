@@ -41,6 +41,7 @@ from toio_navigator.msg import CubeState, NavGoal, NavResult
 from toio_navigator.navigation.controller import NavigatorSettings
 from toio_navigator.nodes.arena_demo import run_arena_demo
 from toio_navigator.nodes.lean_node import LeanNode
+from toio_navigator.nodes.service_call import NoAnswer, call_until_answered
 from toio_navigator.srv import SetGoal
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
@@ -302,6 +303,10 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
         _wait(executor, recorder_ready, 60.0, 'the recorder to subscribe to every topic', children, stop)
         print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
         starts = np.array([(states[c].x, states[c].y) for c in names])
+
+        def spin(condition, what: str) -> None:     # (the calls below end their own waits within seconds)
+            _wait(executor, condition, 60.0, what, children, stop)
+
         goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
         t0[0] = time.monotonic()
         pending = list(range(n))
@@ -314,10 +319,12 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
                 goal_ids[names[i]] = 100 + i
                 req = SetGoal.Request(goal=NavGoal(goal_id=100 + i, cube=names[i], x=float(goals[i, 0]),
                                                    y=float(goals[i, 1]), direction=NavGoal.TOWARDS))
-                future = set_goal.call_async(req)
-                _wait(executor, future.done, 10.0, f'the navigator to accept {names[i]}\'s goal', children, stop)
-                if not future.result().accepted:
-                    raise DemoError(f'the navigator refused {names[i]}\'s goal: {future.result().reason}')
+                try:    # (a lost answer is asked for again: the same goal set twice is the same goal)
+                    answer = call_until_answered(set_goal, req, spin, f'the navigator ({names[i]}\'s goal)', 10.0)
+                except NoAnswer as exc:
+                    raise DemoError(str(exc)) from None
+                if not answer.accepted:
+                    raise DemoError(f'the navigator refused {names[i]}\'s goal: {answer.reason}')
             executor.spin_once(timeout_sec=0.02)
             _check_stop(stop, f'at t = {now:.1f} s')
             dead = children.check()

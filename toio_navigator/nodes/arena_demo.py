@@ -36,11 +36,10 @@ from toio_navigator.msg import ArenaState
 from toio_navigator.nodes.conversions import grid_from_occupancy, poses_from_path
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.qos import LATCHED, STATE_QOS
+from toio_navigator.nodes.service_call import NoAnswer, call_until_answered
 from toio_navigator.sim.ir_sensors import ArenaMatMapping
 
 FINAL = ('DONE', 'TERMINATED', 'ERROR')
-#: s a call of the explorer's services waits for its answer before it is made again (an answer can be lost)
-ANSWER_WAIT_S = 3.0
 
 
 class ArenaDemoError(RuntimeError):
@@ -107,31 +106,26 @@ def run_arena_demo(layout_path, out_dir, *, waypoint: tuple[int, int] | None = N
 def call_trigger(client, what: str, spin_until: Callable[..., None], limit: float,
                  started: Callable[[], bool] = lambda: False, logs: str = '') -> str:
     """Call a Trigger service until it succeeds (the explorer says what it still waits for); its message.
-    ``spin_until(condition, what)`` spins until ``condition()`` (raising on the caller's own deadline). On a busy
-    machine an answer can be lost (the service's reply path not matched yet: the explorer logs "failed to send
-    response"), a refusal as well as a success: a call without an answer within ANSWER_WAIT_S is made again, and
-    ``started()`` (e.g. arena/state in the mode the call starts) counts as the answer. ArenaDemoError when the
-    service is not there, does not answer or still refuses after ``limit`` s (its message ends with ``logs``)."""
+    ``spin_until(condition, what)`` spins until ``condition()`` (raising on the caller's own deadline). An answer
+    that never comes is asked for again (:mod:`toio_navigator.nodes.service_call`), and ``started()`` (arena/state
+    in the mode the call starts) counts as the answer. ArenaDemoError when the service is not there, does not
+    answer or still refuses after ``limit`` s (its message ends with ``logs``)."""
     end = time.monotonic() + limit
     spin_until(lambda: client.service_is_ready() or time.monotonic() > end, f'the {what} service')
     if not client.service_is_ready():
         raise ArenaDemoError(f'timed out waiting for the {what} service{logs}')
     while True:
-        future = client.call_async(Trigger.Request())
-        ask_again = time.monotonic() + ANSWER_WAIT_S
-        spin_until(lambda: future.done() or started() or time.monotonic() > min(ask_again, end),
-                   f'the answer of {what}')
-        if future.done() and future.result().success:
-            return future.result().message
+        try:
+            answer = call_until_answered(client, Trigger.Request(), spin_until, what, max(end - time.monotonic(), 0.0),
+                                         started)
+        except NoAnswer as exc:
+            raise ArenaDemoError(f'{exc}{logs}') from None
+        if answer is not None and answer.success:
+            return answer.message
         if started():       # (a call made again may be refused: "already exploring")
             return f'{what}: started, as its state says'
-        if not future.done():
-            client.remove_pending_request(future)
-            if time.monotonic() > end:
-                raise ArenaDemoError(f'no answer from {what} within {limit:.0f} s{logs}')
-            continue
         if time.monotonic() > end:
-            raise ArenaDemoError(f'{what} refused: {future.result().message}')
+            raise ArenaDemoError(f'{what} refused: {answer.message}')
         pause = time.monotonic() + 0.5
         spin_until(lambda: time.monotonic() > pause, f'the answer of {what}')
 
