@@ -28,6 +28,7 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from toio_navigator.demo_cli import BODY_RADIUS, Tracker, swap_goals  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 from toio_navigator.launching.supervisor import Children  # noqa: E402
+from toio_navigator.nodes.service_call import call_until_answered  # noqa: E402
 from toio_navigator.srv import GoalStatus, SetGoal  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
 
@@ -122,9 +123,9 @@ class System:
                         60.0, 'drivers, navigator and mat_sim')
 
     def call(self, client, request):
-        future = client.call_async(request)
-        self.spin_until(future.done, 10.0, 'a service answer')
-        return future.result()
+        """Its answer; made again when the answer is lost, as the demo does (goals and status are idempotent)."""
+        return call_until_answered(client, request, lambda done, what: self.spin_until(done, 30.0, what),
+                                   'a service', 10.0)
 
     def send_goal(self, cube: str, goal_id: int, x: float, y: float):
         return self.call(self.set_goal_client, self.SetGoal.Request(goal=msgs.NavGoal(
