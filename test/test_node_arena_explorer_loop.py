@@ -28,8 +28,9 @@ from toio_navigator.arena.layout import load_layout, parse_layout  # noqa: E402
 from toio_navigator.launching import profiles  # noqa: E402
 from toio_navigator.launching.supervisor import Children  # noqa: E402
 from toio_navigator.msg import ArenaState  # noqa: E402
-from toio_navigator.nodes.arena_demo import run_arena_demo, run_yaml  # noqa: E402
+from toio_navigator.nodes.arena_demo import call_trigger, run_arena_demo, run_yaml  # noqa: E402
 from toio_navigator.nodes.qos import STATE_QOS  # noqa: E402
+from toio_navigator.nodes.service_call import call_until_answered  # noqa: E402
 from toio_navigator.sim.arena_run import SimulatedArenaRobot  # noqa: E402
 from toio_navigator.sim.ir_sensors import ArenaMatMapping  # noqa: E402
 from toio_navigator.units import ros_to_mat_xy  # noqa: E402
@@ -92,11 +93,16 @@ class ArenaSystem:
             self.executor.spin_once(timeout_sec=0.05)
 
     def call(self, name: str, timeout: float = 10.0):
+        """The answer of arena_explorer/``name`` (made again when an answer is lost, as the demo does)."""
         client = self.clients[name]
         self.spin_until(client.service_is_ready, 30.0, name)
-        future = client.call_async(self.Trigger.Request())
-        self.spin_until(future.done, timeout, f'the answer of {name}')
-        return future.result()
+        return call_until_answered(client, self.Trigger.Request(), lambda done, what: self.spin_until(
+            done, timeout + 5.0, what), name, timeout)
+
+    def start(self, name: str, status: int, timeout: float = 60.0) -> str:
+        """Call arena_explorer/``name`` until it succeeds or arena/state shows ``status`` (the demo's way)."""
+        return call_trigger(self.clients[name], name, lambda done, what: self.spin_until(done, timeout + 5.0, what),
+                            timeout, lambda: bool(self.states) and self.states[-1].status == status)
 
     def close(self) -> None:
         self.children.stop()
@@ -110,14 +116,10 @@ def test_explorer_on_the_mat_builds_the_offline_map_move_by_move_and_terminate_s
     layout = load_layout(layout_path)
     system = ArenaSystem(tmp_path, child_env, layout_path)
     try:
-        deadline = time.monotonic() + 60
-        while not (result := system.call('start_exploration')).success:   # until driver, navigator, IR are up
-            assert time.monotonic() < deadline, result.message
-            system.spin_for(0.5)
+        system.start('start_exploration', system.ArenaState.EXPLORING)   # once driver, navigator, IR are up
         moves = 6
         system.spin_until(lambda: any(s.moves >= moves for s in system.states), 90.0, f'{moves} moves')
-        stopped = system.call('terminate')
-        assert stopped.success
+        system.start('terminate', system.ArenaState.TERMINATED, 10.0)
         system.spin_until(lambda: system.states[-1].status == system.ArenaState.TERMINATED, 5.0, 'TERMINATED')
         system.spin_for(1.5)      # the node reports the cell the cube really stopped on once it has stopped
         assert system.states[-1].status == system.ArenaState.TERMINATED
