@@ -535,7 +535,11 @@ def coordinated_section() -> list[str]:
         '   then the new one runs its duration. A slower link, or a lost write that leaves an older command running',
         '   for its whole duration, is left to the pair distance\'s margin and the safety layer (counting every',
         '   such command made cubes stop and set off again at every limit). It creeps below the wheels\' dead',
-        '   zone, slows for corners, turns in place before it drives off its path, and gets a waypoint that cuts',
+        '   zone, slows for corners, turns in place where its way lies more than '
+        f'{math.degrees(p.align_stop):g}° off its heading and drives on',
+        f'   slowly while it turns from there (full speed within {math.degrees(p.align_full):g}°: at a 60° '
+        'corner of a way across the',
+        '   lattice\'s rows it no longer stands until it has turned; docs/trial.md), and gets a waypoint that cuts',
         '   a corner by no more than a few units. Where its way turns back by more than 90° it stops at the corner',
         '   and drives on backwards instead of turning round (the controller steers it as a cube facing the other',
         '   way, its wheel commands negated and swapped), and keeps driving backwards until its way lies ahead of',

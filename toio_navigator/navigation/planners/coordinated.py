@@ -89,8 +89,10 @@ class CoordinatedParams:
     min_speed: float = 22.0       # u/s: a slower command does not move the wheels (dead zone): 0 or this
     handle_reach: float = 8.0     # u: CubeHandle's move-to-target stops this close to its waypoint
     creep_stop: float = 3.0       # u before its limit a creeping cube is stopped (it coasts about that far)
-    align_full: float = math.radians(15.0)   # heading error to the waypoint with full speed ...
-    align_stop: float = math.radians(40.0)   # ... and beyond which a real cube only turns
+    align_full: float = math.radians(20.0)   # heading error to the waypoint with full speed ...
+    align_stop: float = math.radians(65.0)   # ... and beyond which a real cube only turns: a 60-degree corner of
+                                             # a way across the lattice's rows is driven on slowly while turning
+                                             # (40 and 15: it stood until within 40; the crowds 0.3 s slower)
     turn_ahead: float = math.radians(90.0)   # at most this much turn is foreseen before a command takes effect
     turn_baseline: float = 0.06   # s between the two headings a turn rate is measured from (1 degree steps)
     steer_gap: float = 6.0        # u beyond CubeHandle's reach a waypoint is kept at least
