@@ -6,7 +6,7 @@ cube's ``<cube>/base_link`` and the ``map`` frame), one Pose display per cube (`
 truth (simulated profiles), the arena explorer's map and fastest path (arena profile), and one "2D Goal Pose" tool
 per cube that publishes to ``<cube>/goal_pose`` (the Tool Properties panel shows which tool drives which cube).
 
-``DISPLAY_TYPES`` names the message type each display and tool class reads or writes; test/test_rviz_config.py
+``DISPLAY_TYPES`` names the message type each display and tool class reads or writes; test/nodes/test_rviz_config.py
 runs each profile's bringup and checks every topic of the generated file against the live graph with it.
 The files in config/ (``launching.profiles.rviz_file``) are its output for the profiles' own YAML (``--check``
 says whether they are current). No ROS import: this writes YAML.

@@ -12,7 +12,7 @@ The navigator runs with rclpy's EventsExecutor where it exists (TOIO_NAV_EXECUTO
 SingleThreadedExecutor).
 
 Across hosts (as root, with `ip`): the same two measurements on a lab network of two hosts (network namespaces
-joined through a bridge, test/lab_network.py), the probe on host a where the cube drivers would run, the echo or
+joined through a bridge, test/support/lab_network.py), the probe on host a where the cube drivers would run, the echo or
 the navigator on host b, DDS over UDP through the virtual cable; printed beside the single-host figures with the
 ratio across / one host. The rounds run in blocks (`--blocks`), the single-host and the cross-host phases taking
 turns, so a machine that gets busier during the run weighs on both alike. `--no-lab` skips the cross-host phases;
@@ -38,9 +38,9 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal
 
-# the lab network is test infrastructure (test/lab_network.py); the benchmark borrows it
+# the lab network is test infrastructure (test/support/lab_network.py); the benchmark borrows it
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'test'))
-from lab_network import LabError, LabNetwork, unavailable_reason  # noqa: E402
+from support.lab_network import LabError, LabNetwork, unavailable_reason  # noqa: E402
 
 BUDGET_MS = 5.0
 ROUND_S = 0.25            # > the navigator's minimum tick spacing at rate_hz 4, so every round triggers one tick

@@ -1,0 +1,107 @@
+"""Imports flow one way: no module of the package imports, directly or through others, a module that imports it.
+
+The graph is read from the source with ast (every import counts: top-level, inside functions, and under
+TYPE_CHECKING), so a circle is found without importing anything."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / 'toio_navigator'
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package modules it imports (``from a import b`` counts as a.b when b is a module)."""
+    modules = {module_name(p, package): p for p in package.rglob('*.py')}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        is_package = path.name == '__init__.py'
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ''
+                if node.level:
+                    anchor = name.split('.') if is_package else name.split('.')[:-1]
+                    anchor = anchor[:len(anchor) - (node.level - 1)]
+                    base = '.'.join(anchor + ([base] if base else []))
+                for a in node.names:
+                    targets.add(f'{base}.{a.name}' if f'{base}.{a.name}' in modules else base)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per strongly connected group of modules (Tarjan), each as a closed path."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(_closed_path(graph, sorted(group)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _closed_path(graph: dict[str, set[str]], group: list[str]) -> list[str]:
+    """A path start -> ... -> start inside ``group`` (breadth first, so it is a shortest one)."""
+    start, members = group[0], set(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & members):
+                if w == start:
+                    return paths[v] + [start]
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    nxt.append(w)
+        frontier = nxt
+    return group
+
+
+def test_the_package_has_no_import_circle():
+    found = cycles(import_graph())
+    assert not found, 'import circles:\n' + '\n'.join(' -> '.join(c) for c in found)
+
+
+def test_the_checker_finds_a_circle_and_resolves_relative_imports(tmp_path):
+    pkg = tmp_path / 'toio_navigator'
+    (pkg / 'sub').mkdir(parents=True)
+    (pkg / '__init__.py').write_text('')
+    (pkg / 'sub' / '__init__.py').write_text('')
+    (pkg / 'sub' / 'a.py').write_text('from . import b\n')
+    (pkg / 'sub' / 'b.py').write_text('def f():\n    from toio_navigator.sub.c import x\n')
+    (pkg / 'sub' / 'c.py').write_text('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+                                      '    from .a import A\n')
+    (pkg / 'd.py').write_text('import toio_navigator.sub.a\n')
+    graph = import_graph(pkg)
+    assert graph['toio_navigator.d'] == {'toio_navigator.sub.a'}
+    assert cycles(graph) == [['toio_navigator.sub.a', 'toio_navigator.sub.b', 'toio_navigator.sub.c',
+                              'toio_navigator.sub.a']]
