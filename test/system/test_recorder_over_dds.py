@@ -217,7 +217,8 @@ def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp
     must not keep it from seeing that a quiet one (a goal sent once) has nothing more: it finalises at once, not
     after giving up (the demo under load once lost its bag so: its recorder was killed while waiting)."""
     out = tmp_path / 'busy_quiet'
-    pub = _start([str(REPO / 'test' / 'support' / 'fast_publisher.py'), '2', str(2**62), 'quiet'], child_env, module=False)
+    pub = _start([str(REPO / 'test' / 'support' / 'fast_publisher.py'), '2', str(2**62), 'quiet'], child_env,
+                 module=False)
     rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS[:2], '/fast/quiet/state', '-o', str(out),
                   '--navigator', ''], child_env)
     # the quiet topic's publisher exists before the busy ones publish: discovered by then
