@@ -30,7 +30,7 @@ from toio_navigator.bags.replay import (
     service_goals,
 )
 from toio_navigator.bags.testing import assert_replays, bags_in
-from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
+from toio_navigator.control.controller import NavigatorSettings, SwarmController, stamp_seconds
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / 'test' / 'data' / 'bags'
