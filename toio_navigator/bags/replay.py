@@ -337,7 +337,7 @@ def parse_override(text: str) -> tuple[str, object]:
         raise ReplayError(f'{exc}') from None
 
 
-def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None = None):
+def settings_from_parameters(parameters: dict, cubes: list[str], overrides: dict | None = None):
     """(NavigatorSettings, NavigatorParams, CubeHandleParams) from flat ROS parameters plus overrides.
 
     Unknown override names are an error (a typo must not silently replay the unchanged navigator)."""
@@ -697,5 +697,5 @@ def replay_bag(bag: str | Path, *, parameter_files=(), overrides: dict | None = 
         rec.notes.append('the bag holds no navigator parameters; used config/navigator.yaml')
         parameters['cubes'] = list(rec.cubes)      # navigator.yaml lists a placeholder cube
     parameters = {k: v for k, v in parameters.items() if k not in NODE_ONLY_PARAMETERS}
-    settings, params, handle = navigator_config(parameters, rec.cubes, overrides)
+    settings, params, handle = settings_from_parameters(parameters, rec.cubes, overrides)
     return replay_recording(rec, settings, params, handle, tolerances=tolerances, keep=keep)

@@ -7,8 +7,8 @@ import pytest
 
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.ble_transport import BleTransport
-from toio_navigator.cube.sim_transport import SimTransport, sim_transports
 from toio_navigator.cube.transport import BackoffPolicy, LinkState, TransportError
+from toio_navigator.sim.transport import SimTransport, sim_transports
 from toio_navigator.sim.virtual_cube import VirtualCubes
 from toio_navigator.sim.world import World, run_realtime
 
