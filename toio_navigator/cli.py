@@ -16,7 +16,7 @@ from toio_navigator.lifecycle import die_with_parent
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     'demo': ('toio_navigator.demo_cli', 'run the simulated demo (swarm swap, or an arena exploration with --arena)'),
-    'query': ('toio_navigator.navigation.query_cli',
+    'query': ('toio_navigator.reference.query_cli',
               'one navigator query: SCENARIO.json -> RESULT.json (conformance format)'),
     'explore': ('toio_navigator.sim.explore_cli', 'explore an arena layout with simulated IR sensors'),
     'fastest-path': ('toio_navigator.arena.path_cli', 'optimal fastest path on an arena layout'),

@@ -34,11 +34,11 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.bags.record import UNFINALISED
 from toio_navigator.bags.replay import ReplayError, read_parameter_files
+from toio_navigator.control.controller import NavigatorSettings
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
 from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.msg import CubeState, NavGoal, NavResult
-from toio_navigator.navigation.controller import NavigatorSettings
 from toio_navigator.nodes.arena_demo import run_arena_demo
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.service_call import NoAnswer, call_until_answered
