@@ -33,11 +33,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport _ROS_WHEELS_BOOTSTRAP_COMPLETE PYTHONPATH
 
 # The real ROS 2 command-line tools and launch, for the tests that run `ros2 launch`, `ros2 node`, ... and
-# launch_testing (the product needs none of them): wheels built from the ROS 2 Jazzy sources in ROS_TOOLS, installed
-# into the venv with their pinned PyPI dependencies, plus composition_interfaces (launch_ros imports it at start-up;
-# no wheel carries it) built like tf2_msgs. Without ROS_TOOLS (and without a ROS install) those tests skip, naming
-# what is missing.
-ROS_TOOLS ?= $(abspath $(CURDIR)/../shared/ros2)
+# launch_testing (the product needs none of them): wheels built from the ROS 2 Jazzy sources in ROS_TOOLS/wheels,
+# installed into the venv with their pinned PyPI dependencies, plus composition_interfaces (launch_ros imports it at
+# start-up; no wheel carries it) built like tf2_msgs. ROS_TOOLS=DIR names the folder; left unset, it is a folder
+# ros2/ with such wheels in a folder beside the repository. Without one (and without a ROS install) those tests
+# skip, naming what is missing.
+ROS_TOOLS ?= $(patsubst %/wheels/,%,$(firstword $(dir $(wildcard $(abspath $(CURDIR)/..)/*/ros2/wheels/*.whl))))
 ROS_TOOLS_REQ := tools/ros/requirements-ros-tools.txt
 COMP_DIR := tools/ros/composition_interfaces
 COMP_BUILD := $(V)/.build/composition_interfaces
