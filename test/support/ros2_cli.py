@@ -11,6 +11,7 @@ as a background job is) and is stopped when the rig closes, the ``ros2`` daemon 
 """
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import os
 import shlex
@@ -139,6 +140,11 @@ class Ros2:
             return Result(done.returncode, done.stdout.decode(errors='replace'))
         raise AssertionError(f'{command!r} did not end within {timeout:g} s, {attempts} times:\n'
                              + '\n---\n'.join(outputs))
+
+    def run_all(self, *commands: str, timeout: float = 20.0) -> list[Result]:
+        """Several commands at once, as from several terminals (each ``run``), in their order."""
+        with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
+            return list(pool.map(lambda command: self.run(command, timeout), commands))
 
     def start(self, command: str, name: str) -> Started:
         """Start a command in the background, its output in <cwd>/<name>.log; stopped when the rig closes."""

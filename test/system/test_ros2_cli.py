@@ -56,7 +56,9 @@ class Lab:
 def lab(tmp_path_factory):
     ros2 = Ros2(tmp_path_factory.mktemp('ros2_cli'))
     try:
-        yield Lab(ros2)
+        lab = Lab(ros2)
+        ros2.run('ros2 daemon start')      # it discovers the nodes while they start
+        yield lab
     finally:
         ros2.close()
 
@@ -68,17 +70,16 @@ def test_node_list_shows_both_hosts_nodes(lab):
 
 def test_topic_echo_gives_a_pose_in_metres_and_the_tf_of_every_cube(lab):
     lab.sim.wait_for(lambda text: all(f'{c}: connected' in text for c in CUBES), 90.0, 'every cube connected')
-    pose = lab.ros2.run('ros2 topic echo --once /cube1/pose')
+    pose, tf = lab.ros2.run_all('ros2 topic echo --once /cube1/pose', 'ros2 topic echo --once /tf')
     assert pose.returncode == 0 and 'frame_id: mat' in pose.out, pose.out
     x, y = units.mat_to_ros_xy(100.0, 70.0)                 # cube1's start in config/sim.yaml
     assert f'x: {x}' in pose.out and f'y: {y}' in pose.out, pose.out
-    frames = set()
     for _ in range(5):          # one TFMessage per tick, of the cubes the navigator has heard from by then
-        tf = lab.ros2.run('ros2 topic echo --once /tf')
         assert tf.returncode == 0 and '    frame_id: mat\n  child_frame_id: cube1/base_link' in tf.out, tf.out
         frames = set(re.findall(r'child_frame_id: (\S+)', tf.out))
         if frames == {f'{c}/base_link' for c in CUBES}:
             break
+        tf = lab.ros2.run('ros2 topic echo --once /tf')
     assert frames == {f'{c}/base_link' for c in CUBES}, tf.out
 
 
@@ -86,8 +87,9 @@ def test_param_set_refuses_a_bad_value_by_its_rule_and_describe_keeps_the_type(l
     ros2 = lab.ros2
     refused = {'rate_hz abc': "parameter rate_hz: must be a finite number 0.1..1000, got 'abc'",
                'planner nonsense': 'parameter planner: must be one of: hlavoid, coordinated, orca, orca_kr'}
-    for args, reason in refused.items():
-        assert f'Setting parameter failed: {reason}' in ros2.run(f'ros2 param set /navigator {args}').out, args
+    answers = ros2.run_all(*(f'ros2 param set /navigator {args}' for args in refused))
+    for (args, reason), answer in zip(refused.items(), answers):
+        assert f'Setting parameter failed: {reason}' in answer.out, args
     described = ros2.run('ros2 param describe /navigator planner rate_hz').out
     assert 'Parameter name: planner\n  Type: string' in described, described
     assert 'Additional constraints: must be one of: hlavoid, coordinated, orca, orca_kr' in described
@@ -101,9 +103,9 @@ def test_param_set_refuses_a_bad_value_by_its_rule_and_describe_keeps_the_type(l
 
 def test_param_set_switches_the_planner_and_the_mode_live(lab):
     ros2 = lab.ros2
-    for command, name, value in ((PLANNER, 'planner', 'orca_kr'), (MODE, 'mode', 'BOIDS_AVOID')):
-        assert ros2.run(command).out.strip() == 'Set parameter successful'
-        lab.wait_log(f'parameters changed: {name}={value!r}')
+    assert [r.out.strip() for r in ros2.run_all(PLANNER, MODE)] == ['Set parameter successful'] * 2
+    lab.wait_log("parameters changed: planner='orca_kr'")
+    lab.wait_log("parameters changed: mode='BOIDS_AVOID'")
     assert ros2.run('ros2 param get /navigator planner').out.strip() == 'String value is: orca_kr'
     (ros2.cwd / 'shipped.yaml').write_text('navigator:\n  ros__parameters:\n    planner: hlavoid\n    mode: AVOID\n'
                                            '    rate_hz: 20.0\n')
@@ -113,11 +115,10 @@ def test_param_set_switches_the_planner_and_the_mode_live(lab):
 
 def test_goal_pose_and_the_set_goal_service_drive_cube1(lab):
     ros2 = lab.ros2
-    published = ros2.run(GOAL_POSE)
+    published, answer = ros2.run_all(GOAL_POSE, SET_GOAL)
     assert published.returncode == 0, published.out
-    lab.wait_log('for cube1 from goal_pose: TOWARDS (249.5, 146.8)')
-    answer = ros2.run(SET_GOAL)
     assert answer.returncode == 0 and "accepted=True, reason=''" in answer.out, answer.out
+    lab.wait_log('for cube1 from goal_pose: TOWARDS (249.5, 146.8)')
     lab.wait_log('goal 1 for cube1 from navigator/set_goal: TOWARDS (250.0, 250.0)')
 
 

@@ -29,14 +29,15 @@ def ros2(tmp_path_factory):
     rig.close()
 
 
-@pytest.mark.parametrize('profile', sorted(LAUNCH_FILES))
-def test_show_args_lists_every_argument_with_its_default(ros2, profile):
-    done = ros2.run(f'ros2 launch toio_navigator {LAUNCH_FILES[profile]} --show-args')
-    assert done.returncode == 0, done.out
-    listed = [line.strip().strip("':") for line in done.out.splitlines() if line.startswith("    '")]
-    assert listed == [a.name for a in launch_arguments(profile)]
-    for argument in launch_arguments(profile):
-        assert argument.description in done.out and f"(default: '{argument.default}')" in done.out
+def test_show_args_lists_every_argument_with_its_default(ros2):
+    profiles = sorted(LAUNCH_FILES)
+    answers = ros2.run_all(*(f'ros2 launch toio_navigator {LAUNCH_FILES[p]} --show-args' for p in profiles))
+    for profile, done in zip(profiles, answers):
+        assert done.returncode == 0, done.out
+        listed = [line.strip().strip("':") for line in done.out.splitlines() if line.startswith("    '")]
+        assert listed == [a.name for a in launch_arguments(profile)], (profile, done.out)
+        for argument in launch_arguments(profile):
+            assert argument.description in done.out and f"(default: '{argument.default}')" in done.out
 
 
 def mistakes(tmp_path):
@@ -60,8 +61,9 @@ def mistakes(tmp_path):
 
 
 def test_a_mistake_stops_the_launch_with_the_reason_before_any_node_starts(ros2, tmp_path):
-    for arguments, reason in mistakes(tmp_path):
-        done = ros2.run(f'ros2 launch toio_navigator {arguments}')
+    cases = mistakes(tmp_path)
+    answers = ros2.run_all(*(f'ros2 launch toio_navigator {arguments}' for arguments, _ in cases), timeout=40.0)
+    for (arguments, reason), done in zip(cases, answers):
         assert done.returncode == 1, (arguments, done.out)
         assert reason in done.out, (arguments, done.out)
         assert 'process started' not in done.out, (arguments, done.out)
