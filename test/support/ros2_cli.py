@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
+import itertools
 import os
 import shlex
 import shutil
@@ -29,14 +30,16 @@ from support.lifecycle_probe import descendants, describe, wait_gone
 
 #: what the tests need besides rclpy and the messages
 MODULES = ('launch', 'launch_ros', 'ros2launch', 'ros2cli', 'launch_testing', 'composition_interfaces.srv')
+COMMANDS = ('ros2', 'launch_test')
+#: what rclpy logs when a service dropped its answer to a caller it had not matched yet
+LOST_ANSWER = 'failed to send response'
+
 
 
 def missing_tools() -> str:
     """'' if the ROS 2 command-line tools and launch are there, else what is missing."""
-    missing = [m for m in MODULES if not _importable(m)]
-    if shutil.which('ros2') is None:
-        missing.insert(0, 'the ros2 command')
-    return ', '.join(missing)
+    missing = [f'the {c} command' for c in COMMANDS if shutil.which(c) is None]
+    return ', '.join(missing + [m for m in MODULES if not _importable(m)])
 
 
 def _importable(module: str) -> bool:
@@ -73,6 +76,7 @@ class Started:
 
     def __init__(self, command: str, proc: subprocess.Popen, log: Path) -> None:
         self.command, self.proc, self.log = command, proc, log
+        self._counts: dict[str, list[int]] = {}
 
     @property
     def pid(self) -> int:
@@ -80,6 +84,29 @@ class Started:
 
     def text(self) -> str:
         return self.log.read_text(errors='replace') if self.log.is_file() else ''
+
+    def count(self, needle: str) -> int:
+        """How often ``needle`` appears in the output so far (read on from where the last call stopped)."""
+        counts = self._counts.setdefault(needle, [0, 0])        # [lines counted, bytes read]
+        try:
+            with open(self.log, 'rb') as f:
+                f.seek(counts[1])
+                chunk = f.read()
+        except OSError:
+            return counts[0]
+        end = chunk.rfind(b'\n') + 1                             # whole lines only
+        counts[0] += chunk[:end].count(needle.encode())
+        counts[1] += end
+        return counts[0]
+
+    def saw(self, predicate, timeout: float) -> bool:
+        """Whether ``predicate(output so far)`` holds within ``timeout`` (False, not a failure, if not)."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self.text()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def wait_for(self, predicate, timeout: float, what: str) -> str:
         """Wait until ``predicate(output so far)``; the output. Fails, with the output, if the command ends
@@ -121,27 +148,42 @@ class Ros2:
         self.env = ros_env(next_domain_id())
         self.started: list[Started] = []
         self.retried: list[str] = []         # commands run again after their answer was lost
+        self._runs = itertools.count()
 
-    def run(self, command: str, timeout: float = 20.0, attempts: int = 3) -> Result:
-        """Run a command to its end; its return code and output. One that has not ended after ``timeout`` is
-        stopped and run again, as a user would, up to ``attempts`` times: on a busy host a service's answer to a
-        new caller can be lost (the server takes the request before it knows the caller's reply path, waits
-        100 ms for it, and drops the answer: "failed to send response (timeout)" in its log), and the ros2
-        command then waits for ever."""
+    def run(self, command: str, timeout: float = 120.0, attempts: int = 3) -> Result:
+        """Run a command to its end; its return code and output. Fails if it takes longer than ``timeout``.
+
+        A command waiting while a node of this rig reports a lost answer is stopped and run again, as a user would,
+        up to ``attempts`` times: on a busy host a service can take a new caller's request before it knows the
+        caller's reply path, wait 100 ms for it and drop the answer ("failed to send response (timeout)" in the
+        node's log), and the ros2 command then waits for ever."""
         outputs = []
         for _ in range(attempts):
-            try:
-                done = subprocess.run(shlex.split(command), cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, timeout=timeout, preexec_fn=_default_sigint)
-            except subprocess.TimeoutExpired as exc:
-                outputs.append((exc.stdout or b'').decode(errors='replace'))
+            log = self.cwd / f'.run{next(self._runs)}.out'           # one file per try: run_all runs several
+            lost_before = self._lost_answers()
+            with open(log, 'w') as out:
+                proc = subprocess.Popen(shlex.split(command), cwd=self.cwd, env=self.env, stdout=out,
+                                        stderr=subprocess.STDOUT, preexec_fn=_default_sigint)
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None and time.monotonic() < deadline and self._lost_answers() == lost_before:
+                time.sleep(0.1)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+                outputs.append(log.read_text(errors='replace'))
+                if time.monotonic() >= deadline:
+                    break
                 self.retried.append(command)
                 continue
-            return Result(done.returncode, done.stdout.decode(errors='replace'))
-        raise AssertionError(f'{command!r} did not end within {timeout:g} s, {attempts} times:\n'
+            return Result(proc.returncode, log.read_text(errors='replace'))
+        raise AssertionError(f'{command!r} did not end ({len(outputs)} tries, {timeout:g} s at most each):\n'
                              + '\n---\n'.join(outputs))
 
-    def run_all(self, *commands: str, timeout: float = 20.0) -> list[Result]:
+    def _lost_answers(self) -> int:
+        """How often the nodes started here have said they dropped a service's answer."""
+        return sum(started.count(LOST_ANSWER) for started in self.started)
+
+    def run_all(self, *commands: str, timeout: float = 120.0) -> list[Result]:
         """Several commands at once, as from several terminals (each ``run``), in their order."""
         with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
             return list(pool.map(lambda command: self.run(command, timeout), commands))
@@ -156,7 +198,7 @@ class Ros2:
         self.started.append(started)
         return started
 
-    def node_list(self, expected: set[str], timeout: float = 90.0) -> set[str]:
+    def node_list(self, expected: set[str], timeout: float = 180.0) -> set[str]:
         """``ros2 node list``, asked again (as a user would) until it lists every node of ``expected``."""
         deadline = time.monotonic() + timeout
         while True:

@@ -48,7 +48,7 @@ class Lab:
     def navigator_log(self) -> str:
         return self.nav.text()
 
-    def wait_log(self, text: str, timeout: float = 30.0) -> str:
+    def wait_log(self, text: str, timeout: float = 90.0) -> str:
         return self.nav.wait_for(lambda log: text in log, timeout, repr(text))
 
 
@@ -69,7 +69,7 @@ def test_node_list_shows_both_hosts_nodes(lab):
 
 
 def test_topic_echo_gives_a_pose_in_metres_and_the_tf_of_every_cube(lab):
-    lab.sim.wait_for(lambda text: all(f'{c}: connected' in text for c in CUBES), 90.0, 'every cube connected')
+    lab.sim.wait_for(lambda text: all(f'{c}: connected' in text for c in CUBES), 180.0, 'every cube connected')
     pose, tf = lab.ros2.run_all('ros2 topic echo --once /cube1/pose', 'ros2 topic echo --once /tf')
     assert pose.returncode == 0 and 'frame_id: mat' in pose.out, pose.out
     x, y = units.mat_to_ros_xy(100.0, 70.0)                 # cube1's start in config/sim.yaml
@@ -118,12 +118,18 @@ def test_goal_pose_and_the_set_goal_service_drive_cube1(lab):
     published, answer = ros2.run_all(GOAL_POSE, SET_GOAL)
     assert published.returncode == 0, published.out
     assert answer.returncode == 0 and "accepted=True, reason=''" in answer.out, answer.out
+    # `ros2 topic pub --once` waits for the navigator's subscription, but a busy navigator may not have matched
+    # the new writer yet and drops the one message: published again, as a user would after seeing nothing
+    for _ in range(3):
+        if lab.nav.saw(lambda log: 'for cube1 from goal_pose: TOWARDS (249.5, 146.8)' in log, 30.0):
+            break
+        ros2.run(GOAL_POSE)
     lab.wait_log('for cube1 from goal_pose: TOWARDS (249.5, 146.8)')
     lab.wait_log('goal 1 for cube1 from navigator/set_goal: TOWARDS (250.0, 250.0)')
 
 
 def test_send_goal_with_feedback_succeeds(lab):
-    done = lab.ros2.run(SEND_GOAL, timeout=60.0)
+    done = lab.ros2.run(SEND_GOAL)
     assert done.returncode == 0, done.out
     assert 'Goal accepted with ID' in done.out and 'Feedback:' in done.out and 'distance_remaining' in done.out
     assert done.out.rstrip().endswith('Goal finished with status: SUCCEEDED'), done.out
@@ -136,7 +142,7 @@ def test_ctrl_c_of_send_goal_cancels_the_goal(lab):
     down before the answer comes (ros2/rclpy#1390, fixed in ros2cli by ros2/ros2cli#956)."""
     goal = SEND_GOAL.replace('/cube1/', '/cube5/').replace('x: 0.34, y: -0.2', 'x: 0.34, y: -0.5')
     client = lab.ros2.start(goal, 'send_goal_cancelled')
-    client.wait_for(lambda text: text.count('Feedback:') >= 2, 60.0, 'feedback')
+    client.wait_for(lambda text: text.count('Feedback:') >= 2, 120.0, 'feedback')
     client.ctrl_c()
     assert 'Canceling goal...' in client.text(), client.text()
     assert 'Goal canceled.' in client.text() or 'Exception while canceling goal: None' in client.text()
@@ -156,7 +162,7 @@ def test_a_killed_navigator_launch_leaves_no_node_and_stops_the_cubes(lab, monke
     monkeypatch.setenv('ROS_DOMAIN_ID', lab.ros2.env['ROS_DOMAIN_ID'])     # the probe joins the lab's domain
     probe = Probe(CUBES)
     try:
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + 90.0
         while 'cube2' not in probe.moved:       # sent again until it drives: a first goal can be lost (swap())
             assert time.monotonic() < deadline, 'cube2 never drove'
             probe.goal_pubs['cube2'].publish(probe.NavGoal(cube='cube2', goal_id=7, x=200.0, y=400.0))
@@ -166,7 +172,7 @@ def test_a_killed_navigator_launch_leaves_no_node_and_stops_the_cubes(lab, monke
         lab.nav.proc.send_signal(signal.SIGKILL)
         left = wait_gone(nodes, 5.0)
         assert left == set(), f'left running 5 s after SIGKILL of its launch: {describe(left)}'
-        probe.spin_until(lambda: probe.motor.get('cube2') == (0, 0), 10.0, "cube2's driver to stop it")
+        probe.spin_until(lambda: probe.motor.get('cube2') == (0, 0), 30.0, "cube2's driver to stop it")
         probe.spin_for(0.5)
         assert probe.largest_move(1.0) < 1e-4, 'a cube still moves'
     finally:

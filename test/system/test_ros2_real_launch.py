@@ -44,17 +44,17 @@ def test_the_lab_tables_real_cube_launches_drive_ble_cubes_and_a_killed_launch_s
     try:
         bluez = ros2.start('toio-nav fake-bluez --cubes 2 --params-out my_cubes.yaml --status-period 0.5',
                            'fake_bluez')
-        exported = bluez.wait_for(lambda text: 'export DBUS_SYSTEM_BUS_ADDRESS=' in text, 60.0, 'the bus address')
+        exported = bluez.wait_for(lambda text: 'export DBUS_SYSTEM_BUS_ADDRESS=' in text, 120.0, 'the bus address')
         ros2.env['DBUS_SYSTEM_BUS_ADDRESS'] = re.search(r'export DBUS_SYSTEM_BUS_ADDRESS=(\S+)', exported).group(1)
         drivers = ros2.start(DRIVERS_HOST, 'drivers_host')
         navigator = ros2.start(NAVIGATOR_HOST, 'navigator_host')
-        drivers.wait_for(lambda text: 'cube1: connected' in text and 'cube2: connected' in text, 90.0,
+        drivers.wait_for(lambda text: 'cube1: connected' in text and 'cube2: connected' in text, 180.0,
                          'both cubes connected over BLE')
-        navigator.wait_for(lambda text: "navigator: 2 cubes ['cube1', 'cube2']" in text, 60.0, 'the navigator')
+        navigator.wait_for(lambda text: "navigator: 2 cubes ['cube1', 'cube2']" in text, 120.0, 'the navigator')
         start = statuses(bluez.text())[-1][0][2:]
         answer = ros2.run(SET_GOAL)
         assert "accepted=True, reason=''" in answer.out, answer.out
-        bluez.wait_for(lambda text: math.dist(statuses(text)[-1][0][2:], start) > 5.0, 30.0, 'cube1 to drive')
+        bluez.wait_for(lambda text: math.dist(statuses(text)[-1][0][2:], start) > 5.0, 90.0, 'cube1 to drive')
         nodes = drivers.nodes()
         assert len(nodes) == 2
         drivers.proc.send_signal(signal.SIGKILL)
@@ -62,7 +62,7 @@ def test_the_lab_tables_real_cube_launches_drive_ble_cubes_and_a_killed_launch_s
         assert left == set(), f'left running 5 s after SIGKILL of its launch: {describe(left)}'
         # both drivers stopped their cubes and let them go: the cubes are free and stand still
         seen = len(statuses(bluez.text()))
-        bluez.wait_for(lambda text: len(statuses(text)) >= seen + 3, 10.0, 'fake-bluez to report the cubes')
+        bluez.wait_for(lambda text: len(statuses(text)) >= seen + 3, 30.0, 'fake-bluez to report the cubes')
         last = statuses(bluez.text())[-2:]
         assert [link for _, link, _, _ in last[-1]] == ['free', 'free'], bluez.text()
         assert [c[2:] for c in last[0]] == [c[2:] for c in last[1]], f'a cube still moves: {last}'
