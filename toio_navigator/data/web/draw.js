@@ -81,6 +81,8 @@ const ToioDraw = (() => {
       const known = c.x !== null && c.y !== null;
       g.style.display = known ? '' : 'none';
       g.label.style.display = known ? '' : 'none';
+      const goal = goals.querySelector(`[data-key="${c.name}"]`);
+      if (goal) goal.style.display = known ? '' : 'none';
       if (!known) return;
       g.setAttribute('transform', `translate(${c.x} ${c.y}) rotate(${(c.theta || 0) * 180 / Math.PI})`);
       g.setAttribute('data-health', c.health);
