@@ -29,8 +29,8 @@ def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
     Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with the profile's
-    :func:`rviz_file`), ``web`` (true: also start the web console), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for the
-    ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
+    :func:`rviz_file`), ``web`` (true: also start the web console), ``only`` (roles of this host, e.g.
+    ``sim,drivers``; '' = every node) and, for the ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
     def nodes(context):
         files = [str(p) for p in profile_files(profile)]
         extra = LaunchConfiguration('params_file').perform(context)

@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         print(f'toio-nav web: {exc}', file=sys.stderr)
         return 2
     try:
-        where = (', '.join(server.url(a) for a in lab_addresses()) or server.url()) if args.lab_network else server.url()
+        where = server.url()
+        if args.lab_network:
+            where = ', '.join(server.url(a) for a in lab_addresses()) or where
         scope = 'every network interface' if args.lab_network else 'this machine only'
         print(f'toio-nav web: {timeline.source}: {len(timeline.cubes)} cubes, {timeline.duration:.1f} s, '
               f'{timeline.messages} messages; the page: {where} ({scope}); Ctrl-C stops', flush=True)
