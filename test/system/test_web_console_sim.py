@@ -128,3 +128,29 @@ def test_a_click_off_the_mat_shows_the_navigators_refusal_and_nothing_moves(cons
     shot(console.page, 'sim_off_mat_refused')
     time.sleep(1.0)
     assert np.hypot(*(console.fresh_truth()['cube1'] - before)) < 0.5
+
+
+def test_the_planner_and_mode_are_switched_from_the_page_and_stop_all_reaches_every_cube(console):
+    page = console.page
+    before = len(page.evaluate('window.toioConsole.replies'))
+    page.select_option('#planner', 'orca')
+    reply = wait_for(page, f'window.toioConsole.replies.length > {before} && window.toioConsole.replies.at(-1)',
+                     10.0, 'the navigator\'s answer')
+    assert reply['ok'] and reply['text'] == 'planner set to orca', reply
+    wait_for(page, 'window.toioConsole.view.navigator.planner === "orca"', 10.0, 'the navigator ticking with orca')
+    page.select_option('#mode', 'BOIDS_AVOID')
+    wait_for(page, 'window.toioConsole.view.navigator.mode === "BOIDS_AVOID"', 10.0, 'mode BOIDS_AVOID')
+    # a value no select offers is still the navigator's to refuse, and the page shows its reason
+    page.evaluate('window.toioConsole.send({op: "set_parameter", name: "planner", value: "warp"})')
+    reply = wait_for(page, 'window.toioConsole.replies.at(-1).command.value === "warp" && '
+                           'window.toioConsole.replies.at(-1)', 10.0, 'the refusal')
+    assert not reply['ok'] and 'planner warp refused: ' in reply['text'] and 'hlavoid' in reply['text'], reply
+    for name, value in (('planner', 'hlavoid'), ('mode', 'AVOID')):
+        page.select_option(f'#{name}', value)
+        wait_for(page, f'window.toioConsole.view.navigator.{name} === "{value}"', 10.0, f'{name} {value}')
+    page.click('#stop-all')
+    reply = wait_for(page, 'window.toioConsole.replies.at(-1).command.op === "stop_all" && '
+                           'window.toioConsole.replies.at(-1)', 10.0, 'the stops\' answers')
+    assert reply['ok'] and reply['text'] == f'stop sent to {len(CUBES)} of {len(CUBES)} cubes', reply
+    wait_for(page, 'window.toioConsole.view.cubes.every(c => c.status === "stopped")', 10.0, 'every cube stopped')
+    shot(page, 'sim_stopped')

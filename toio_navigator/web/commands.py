@@ -20,7 +20,12 @@ MAX_MESSAGE = 4096
 
 
 class CommandError(ValueError):
-    """A message that is not a command the console can carry out (the text says why)."""
+    """A message that is not a command the console can carry out (the text says why; ``id``: the page's id of it,
+    when it had a valid one)."""
+
+    def __init__(self, text: str, ident: int | None = None) -> None:
+        super().__init__(text)
+        self.id = ident
 
 
 @dataclass(frozen=True)
@@ -65,11 +70,19 @@ def parse(text: str, cubes, ops=LIVE_OPS) -> Command:
         raise CommandError(f'not JSON: {exc}') from None
     if not isinstance(data, dict):
         raise CommandError('a command must be a JSON object with an "op"')
-    op, ident = data.get('op'), data.get('id')
-    if op not in ops:
-        raise CommandError(f'unknown op {json.dumps(op)} (ops here: {", ".join(ops)})')
+    ident = data.get('id')
     if ident is not None and (isinstance(ident, bool) or not isinstance(ident, int)):
         raise CommandError(f'id must be an integer, got {json.dumps(ident)}')
+    try:
+        return _command(data, ident, cubes, ops)
+    except CommandError as exc:
+        raise CommandError(str(exc), ident) from None
+
+
+def _command(data: dict, ident: int | None, cubes, ops) -> Command:
+    op = data.get('op')
+    if op not in ops:
+        raise CommandError(f'unknown op {json.dumps(op)} (ops here: {", ".join(ops)})')
     if op == 'goal':
         return Command(op, ident, _cube(data, cubes), _number(data, 'x'), _number(data, 'y'))
     if op == 'stop':

@@ -137,7 +137,7 @@ class ConsoleServer:
             ident = command.id
             ok, answer = await asyncio.wait_for(self.handle(command), ANSWER_TIMEOUT_S)
         except CommandError as exc:
-            ok, answer = False, f'not sent: {exc}'
+            ident, ok, answer = exc.id, False, f'not sent: {exc}'
         except asyncio.TimeoutError:
             ok, answer = False, f'no answer within {ANSWER_TIMEOUT_S:g} s'
         if not ws.closed:
