@@ -41,7 +41,7 @@ from toio_navigator.settings.web_console import PARAMS, web_settings
 from toio_navigator.srv import SetGoal, SetWaypoint
 from toio_navigator.web.commands import LIVE_OPS, Command
 from toio_navigator.web.feed import Feed, topics
-from toio_navigator.web.server import ConsoleServer, ServerError, lab_addresses
+from toio_navigator.web.server import ConsoleServer, ServerError, lab_addresses, write_address
 from toio_navigator.web.view import ViewState
 
 _TYPES = {'CubeState': (CubeState, qos_profile_sensor_data), 'NavResult': (NavResult, 10),
@@ -96,7 +96,7 @@ class WebConsoleNode(LeanNode):
         else:
             self.get_logger().info(f'web console: {url} (this machine only; lab_network:=true serves the network)')
         if address_file:
-            Path(address_file).write_text(url + '\n')
+            write_address(Path(address_file), url)
 
     # ------------------------------------------------------------------------------------------- the view
     def _snapshot(self) -> dict:

@@ -16,7 +16,7 @@ from toio_navigator.settings.spec import SettingError
 from toio_navigator.settings.web_console import DEFAULT_PORT, PARAMS, web_settings
 from toio_navigator.web.commands import REPLAY_OPS, Command
 from toio_navigator.web.replay import Player, load
-from toio_navigator.web.server import ConsoleServer, ServerError, lab_addresses
+from toio_navigator.web.server import ConsoleServer, ServerError, lab_addresses, write_address
 
 SPEEDS = (0.1, 16.0)
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f'toio-nav web: {timeline.source}: {len(timeline.cubes)} cubes, {timeline.duration:.1f} s, '
               f'{timeline.messages} messages; the page: {where} ({scope}); Ctrl-C stops', flush=True)
         if args.address_file:
-            args.address_file.write_text(server.url() + '\n')
+            write_address(args.address_file, server.url())
         while not stop:
             stop.wait(0.5)
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import os
 import socket
 import threading
 import time
@@ -31,6 +32,13 @@ ANSWER_TIMEOUT_S = 15.0
 
 class ServerError(RuntimeError):
     """The server cannot start (the port is taken, the address cannot be bound)."""
+
+
+def write_address(path: Path, url: str) -> None:
+    """``url`` into ``path`` at once (a reader never sees half of it)."""
+    part = path.with_name(path.name + '.part')
+    part.write_text(url + '\n')
+    os.replace(part, path)
 
 
 def lab_addresses() -> list[str]:

@@ -4,7 +4,7 @@
 'use strict';
 
 const state = { ws: null, hello: null, view: null, selected: null, replies: [], nextId: 1, drawn: false,
-  pending: {}, sliding: false };
+  pending: {}, sliding: false, views: 0 };
 window.toioConsole = state;                     // for tests and the curious: the last view, the replies
 const $ = (id) => document.getElementById(id);
 
@@ -33,7 +33,7 @@ function connect() {
   ws.onmessage = (e) => {
     const m = JSON.parse(e.data);
     if (m.type === 'hello') hello(m);
-    else if (m.type === 'view') { state.view = m; if (!state.drawn) { state.drawn = true; requestAnimationFrame(render); } }
+    else if (m.type === 'view') { state.view = m; state.views += 1; if (!state.drawn) { state.drawn = true; requestAnimationFrame(render); } }
     else if (m.type === 'reply') reply(m);
   };
 }
