@@ -6,6 +6,7 @@ it) and the optimal fastest path; a waypoint the explorer refuses shows its reas
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -75,9 +76,10 @@ def test_exploration_started_from_the_page_ends_with_the_layouts_mdf_and_the_fas
                    'window.toioConsole.view.cubes[0].health === "ok"', 60.0, 'the arena panel and the cube')
     page.click('#explore')
     # (the explorer refuses until the driver's move_to_pose and the navigator are up: the page asks again)
-    answer = last_reply(page, 0)
+    answer, deadline = last_reply(page, 0), time.monotonic() + 60.0
     while not answer['ok']:
         assert 'not available' in answer['text'] or 'nobody subscribes' in answer['text'], answer['text']
+        assert time.monotonic() < deadline, f'the explorer still refuses after 60 s: {answer["text"]}'
         probe.spin_for(1.0)
         asked = len(page.evaluate('window.toioConsole.replies'))
         page.click('#explore')
