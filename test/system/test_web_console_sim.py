@@ -123,6 +123,7 @@ def test_a_click_off_the_mat_shows_the_navigators_refusal_and_nothing_moves(cons
     note = wait_for(console.page, 'document.querySelector("#note.refused") && '
                                   'document.querySelector("#note").textContent', 10.0, 'the refusal')
     assert 'cube1: goal' in note and 'refused' in note and 'off the mat' in note, note
+    wait_for(console.page, 'document.querySelector("#refused-mark")', 5.0, 'the refused point marked on the page')
     status = console.page.inner_text('tr[data-cube="cube1"] td.status')
     assert status.startswith('refused: ') and 'off the mat' in status, status
     shot(console.page, 'sim_off_mat_refused')

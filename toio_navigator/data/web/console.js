@@ -4,7 +4,7 @@
 'use strict';
 
 const state = { ws: null, hello: null, view: null, selected: null, replies: [], nextId: 1, drawn: false,
-  pending: {}, sliding: false, views: 0 };
+  pending: {}, sliding: false, views: 0, refused: null };
 window.toioConsole = state;                     // for tests and the curious: the last view, the replies
 const $ = (id) => document.getElementById(id);
 
@@ -50,6 +50,7 @@ function reply(m) {
   const command = state.pending[m.id] || {};
   delete state.pending[m.id];
   state.replies.push({ command, ok: m.ok, text: m.text });
+  if (command.op === 'goal' && !m.ok) state.refused = { x: command.x, y: command.y, at: performance.now() };
   if (command.op !== 'seek' && command.op !== 'speed' || !m.ok) note(m.ok, m.text);
 }
 
@@ -58,7 +59,7 @@ function render() {
   state.drawn = false;
   const v = state.view;
   if (!v) return;
-  ToioDraw.view($('mat-view'), $('arena-view'), v, state.selected);
+  ToioDraw.view($('mat-view'), $('arena-view'), v, state.selected, state.refused);
   table(v);
   header(v.navigator, v.contacts);
   arenaPanel(v.arena);

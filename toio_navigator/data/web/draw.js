@@ -236,11 +236,21 @@ const ToioDraw = (() => {
     return p.matrixTransform(svg.getScreenCTM().inverse());
   }
 
-  function view(matSvg, arenaSvg, v, selected) {
+  function drawRefused(svg, refused) {         // where a refused goal was clicked, for a few seconds
+    const layer = svg.querySelector('#contact-layer');
+    if (!refused || performance.now() - refused.at > 4000) return;
+    el('path', { id: 'refused-mark', d: `M ${refused.x - 6} ${refused.y - 6} L ${refused.x + 6} ${refused.y + 6} ` +
+      `M ${refused.x - 6} ${refused.y + 6} L ${refused.x + 6} ${refused.y - 6}`, stroke: '#c62828',
+    'stroke-width': 2.5 }, layer);
+    el('text', { x: refused.x + 8, y: refused.y + 3, 'font-size': 9, fill: '#c62828' }, layer).textContent = 'refused';
+  }
+
+  function view(matSvg, arenaSvg, v, selected, refused) {
     drawMat(matSvg, v.navigator);
     drawArenaOnMat(matSvg, v.arena);
     drawCubes(matSvg, v, selected);
     drawContacts(matSvg, v.contacts);
+    drawRefused(matSvg, refused);
     if (v.arena) drawArena(arenaSvg, v.arena);
   }
 
