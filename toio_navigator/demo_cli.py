@@ -34,7 +34,7 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.bags.record import UNFINALISED
 from toio_navigator.bags.replay import ReplayError, read_parameter_files
-from toio_navigator.control.controller import NavigatorSettings
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
 from toio_navigator.lifecycle import StopRequest, supervised_env

@@ -30,7 +30,8 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags.repair import diagnose
-from toio_navigator.control.controller import NavigatorSettings, SwarmController, stamp_seconds
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
 from toio_navigator.launching.profiles import config_dir
 from toio_navigator.reference.params import CubeHandleParams, NavigatorParams
