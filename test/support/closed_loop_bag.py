@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from toio_navigator.bags.record import BagWriter, typestore
-from toio_navigator.bags.replay import PARAMETERS_KEY
+from toio_navigator.bags.recording import PARAMETERS_KEY
 from toio_navigator.control.controller import SwarmController, stamp_seconds
 from toio_navigator.control.navigator_settings import NavigatorSettings
 

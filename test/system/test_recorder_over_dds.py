@@ -28,8 +28,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from conftest import spin_until  # noqa: E402
 from toio_navigator.bags import record_cli  # noqa: E402
 from toio_navigator.bags.record import BagWriter  # noqa: E402
+from toio_navigator.bags.recording import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
-from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.replay_live import compare_live, replay_live  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 from toio_navigator.msg import CubeState, NavResult  # noqa: E402
