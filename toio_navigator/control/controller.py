@@ -31,7 +31,7 @@ import numpy as np
 
 from toio_navigator.control.breaker import ESCAPE_SPEED, DeadlockBreaker, Overlaps
 from toio_navigator.control.command_history import CommandHistory
-from toio_navigator.control.goals import AWAY, STOP, Goal, check_goal
+from toio_navigator.control.goals import AWAY, STOP, Goal, GoalArrays, check_goal
 from toio_navigator.control.guard import CommandsInFlight, GuardModel, guard_caps, in_flight
 from toio_navigator.control.navigator_settings import HLAVOID, NavigatorSettings
 from toio_navigator.control.wheels import Poses, WheelShaping, drive_wheels, predict_pose
@@ -104,16 +104,6 @@ class Motion:
     turn_rate: np.ndarray       # (N,) rad/s
     sent_speed: np.ndarray      # (N,) units/s of the last command, run out or not
     predicted: Poses            # where the next command will find each cube
-
-
-@dataclass(frozen=True)
-class GoalArrays:
-    """The goals of the N cubes as arrays (a cube without one: its own position)."""
-    has_goal: np.ndarray        # (N,)
-    position: np.ndarray        # (N, 2)
-    speed_cap: np.ndarray       # (N,) motor units (the goal's, else the settings' max_speed)
-    tolerance: np.ndarray       # (N,) reached radius, mat units
-    away: np.ndarray            # (N,) direction AWAY
 
 
 @dataclass(frozen=True)
@@ -281,7 +271,7 @@ class SwarmController:
         """One tick at ``now`` (None: the clock): every cube's decision, and the wheel commands to send."""
         now = self.clock() if now is None else now
         seen = self._observe(now)
-        goals = self._goal_arrays(seen.position)
+        goals = GoalArrays.of(self.goals, seen.position, self.settings)
         active = seen.controllable & goals.has_goal
         coordinating = bool(getattr(self.planner, 'resolves_deadlocks', False))   # it has its own dead-lock handling
         target, breaking = self.breaker.targets(now, seen.position, goals.position,
@@ -310,15 +300,6 @@ class SwarmController:
                         position=np.where(seen[:, None], pose[:, :2], np.array(UNSEEN_POSITION)),
                         heading=np.where(seen, pose[:, 2], 0.0),
                         age=np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0))
-
-    def _goal_arrays(self, position: np.ndarray) -> GoalArrays:
-        s = self.settings
-        return GoalArrays(
-            has_goal=np.array([g is not None for g in self.goals]),
-            position=np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(self.goals, position)], dtype=float),
-            speed_cap=np.array([g.max_speed if g and g.max_speed > 0 else s.max_speed for g in self.goals]),
-            tolerance=np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in self.goals]),
-            away=np.array([bool(g and g.direction == AWAY) for g in self.goals]))
 
     def _motion(self, seen: Observed) -> Motion:
         """The reference's entity velocities from the command model (none for stopped cubes); the state was read

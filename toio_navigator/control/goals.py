@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.units import MOTOR_MAX
 
@@ -87,6 +89,27 @@ def _check_limits(goal: Goal, handle_tolerance: float) -> str:
                 f'within {handle_tolerance:g} of the goal, so it could never count as reached (use 0 for the '
                 'default or a tolerance >= handle_tolerance)')
     return ''
+
+
+@dataclass(frozen=True)
+class GoalArrays:
+    """The goals of N cubes as arrays for one tick (a cube without one: its own position)."""
+    has_goal: np.ndarray        # (N,)
+    position: np.ndarray        # (N, 2)
+    speed_cap: np.ndarray       # (N,) motor units (the goal's, else the settings' max_speed)
+    tolerance: np.ndarray       # (N,) reached radius, mat units (the goal's, else the settings')
+    away: np.ndarray            # (N,) direction AWAY
+
+    @classmethod
+    def of(cls, goals: list[Goal | None], position: np.ndarray, settings: NavigatorSettings) -> GoalArrays:
+        """The arrays of ``goals`` (one per cube, None: no goal) for cubes at ``position`` (N, 2)."""
+        s = settings
+        return cls(has_goal=np.array([g is not None for g in goals]),
+                   position=np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(goals, position)],
+                                     dtype=float),
+                   speed_cap=np.array([g.max_speed if g and g.max_speed > 0 else s.max_speed for g in goals]),
+                   tolerance=np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in goals]),
+                   away=np.array([bool(g and g.direction == AWAY) for g in goals]))
 
 
 @dataclass(frozen=True)
