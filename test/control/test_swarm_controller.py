@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -47,7 +48,8 @@ def test_reference_options_give_the_scalar_cube_handle_wheels():
         if mv.reached:
             assert left[i] == right[i] == 0.0
             continue
-        ul, ur = h._saturate(*h._dead_zone(mv.translate + mv.rotate / 2, mv.translate - mv.rotate / 2))
+        sent = h.move(mv.translate, mv.rotate, border=False)      # dead zone and saturation, as the handle sends
+        ul, ur = sent.translate + sent.rotate / 2, sent.translate - sent.rotate / 2
         assert (left[i], right[i]) == pytest.approx((ul, ur), abs=1e-9)
 
 
@@ -175,3 +177,30 @@ def test_fixed_speed_limit_units_turn_hlavoid_limits_into_motor_units():
 def test_stamp_seconds_splits_like_the_message_stamps():
     assert stamp_seconds(1_700_000_000_250_000_000) == 1_700_000_000 + 0.25
     assert stamp_seconds(0) == 0.0
+
+
+def test_reconfigure_changes_the_next_tick_and_keeps_the_goals():
+    c = _controller()
+    c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, T0)
+    c.update_state('cube2', 350.0, 400.0, 0.0, True, 2, T0)
+    c.set_goal('cube1', 7, 400.0, 250.0, 0, 0.0, 0.0)
+    fast = c.step(stamp_seconds(T0 + 10_000_000))[0]
+    config = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1', 'cube2'), max_speed=30.0, planner='orca'),
+                             params=NavigatorParams(), handle=CubeHandleParams())
+    c.reconfigure(config)
+    slow = c.step(stamp_seconds(T0 + 60_000_000))[0]
+    assert fast.speed_limit > 30.0 >= slow.speed_limit > 0.0       # the new speed cap, the same goal
+    assert (slow.goal_id, slow.active) == (7, True) and c.settings.planner == 'orca'
+
+
+def test_reconfigure_refuses_another_list_of_cubes_or_bad_settings():
+    c = _controller()
+    other = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1',)), params=NavigatorParams(),
+                            handle=CubeHandleParams())
+    with pytest.raises(ValueError, match='cubes: cannot change while running'):
+        c.reconfigure(other)
+    bad = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1', 'cube2'), mode='FAST'),
+                          params=NavigatorParams(), handle=CubeHandleParams())
+    with pytest.raises(ValueError, match='mode'):
+        c.reconfigure(bad)
+    assert c.settings.mode == 'AVOID' and c.settings.cubes == ('cube1', 'cube2')
