@@ -270,23 +270,23 @@ class SwarmController:
     def step(self, now: float | None = None) -> list[CubeCommand]:
         """One tick at ``now`` (None: the clock): every cube's decision, and the wheel commands to send."""
         now = self.clock() if now is None else now
-        seen = self._observe(now)
-        goals = GoalArrays.of(self.goals, seen.position, self.settings)
-        active = seen.controllable & goals.has_goal
+        obs = self._observe(now)
+        goals = GoalArrays.of(self.goals, obs.position, self.settings)
+        active = obs.controllable & goals.has_goal
         coordinating = bool(getattr(self.planner, 'resolves_deadlocks', False))   # it has its own dead-lock handling
-        target, breaking = self.breaker.targets(now, seen.position, goals.position,
+        target, breaking = self.breaker.targets(now, obs.position, goals.position,
                                                 active & ~goals.away & (not coordinating), self.settings, self.handle)
-        motion = self._motion(seen)
-        plan = self._plan(seen, motion, target, goals, active)
-        reached = self._reached(seen, goals, active, plan.waypoint, coordinating)
+        motion = self._motion(obs)
+        plan = self._plan(obs, motion, target, goals, active)
+        reached = self._reached(obs, goals, active, plan.waypoint, coordinating)
         # a cube on its way out of an overlap stays in the breaker until it is out, progress or not
         engaged = (breaking | self.breaker.escaping) & ~goals.away & ~reached
-        waypoint = self.breaker.out_of_reach(seen.position, plan.waypoint, target, engaged, plan.collision,
+        waypoint = self.breaker.out_of_reach(obs.position, plan.waypoint, target, engaged, plan.collision,
                                              self.settings, self._overlaps())
         speed = self._speed(plan, goals)
         guarded = self.settings.contact_guard and not coordinating
-        wheels, speed = self._wheels(seen, motion, waypoint, speed, plan.backward, active, active & ~reached, guarded)
-        out = self._commands(seen, goals, active, reached, plan, waypoint, speed, wheels)
+        wheels, speed = self._wheels(obs, motion, waypoint, speed, plan.backward, active, active & ~reached, guarded)
+        out = self._commands(obs, goals, active, reached, plan, waypoint, speed, wheels)
         self.last_waypoints = waypoint
         self.last_collision = plan.collision
         return out
@@ -301,25 +301,25 @@ class SwarmController:
                         heading=np.where(seen, pose[:, 2], 0.0),
                         age=np.clip(np.where(seen, now - self.stamp, 0.0), 0.0, 1.0))
 
-    def _motion(self, seen: Observed) -> Motion:
+    def _motion(self, obs: Observed) -> Motion:
         """The reference's entity velocities from the command model (none for stopped cubes); the state was read
         ``age`` before the tick and the next command takes effect ``lag`` after it."""
-        hp, now, heading = self.handle, seen.now, seen.heading
+        hp, now, heading = self.handle, obs.now, obs.heading
         until = self.last_cmd_until                    # derived from the history: computed once per tick
-        running = seen.controllable & (now < until)
+        running = obs.controllable & (now < until)
         wheels = self.last_cmd * hp.k                  # u/s of each wheel under the last command sent
         left, right = np.where(running[:, None], wheels, 0.0).T
         speed = 0.5 * (left + right)
-        rest = np.where(seen.controllable, np.maximum(until - now, 0.0), 0.0)
-        observed = Poses(seen.position[:, 0], seen.position[:, 1], heading)
+        rest = np.where(obs.controllable, np.maximum(until - now, 0.0), 0.0)
+        observed = Poses(obs.position[:, 0], obs.position[:, 1], heading)
         return Motion(speed=speed, velocity=np.column_stack([np.cos(heading) * speed, np.sin(heading) * speed]),
                       turn_rate=(left - right) / hp.wheel_track,
                       sent_speed=np.abs(0.5 * wheels.sum(axis=1)),   # a late tick comes after its end
-                      predicted=predict_pose(observed, self.last_cmd, rest, hp.lag + seen.age, hp))
+                      predicted=predict_pose(observed, self.last_cmd, rest, hp.lag + obs.age, hp))
 
-    def _reached(self, seen: Observed, goals: GoalArrays, active: np.ndarray, waypoint: np.ndarray,
+    def _reached(self, obs: Observed, goals: GoalArrays, active: np.ndarray, waypoint: np.ndarray,
                  coordinating: bool) -> np.ndarray:
-        position = seen.position
+        position = obs.position
         at_goal = np.hypot(goals.position[:, 0] - position[:, 0], goals.position[:, 1] - position[:, 1]) \
             <= goals.tolerance
         reached = active & ~goals.away & at_goal
@@ -341,20 +341,20 @@ class SwarmController:
         speed = np.clip(np.nan_to_num(speed, nan=0.0, posinf=MOTOR_MAX), 0.0, MOTOR_MAX)
         return np.where(self.breaker.escaping, np.maximum(speed, np.minimum(ESCAPE_SPEED, cap)), speed)
 
-    def _wheels(self, seen: Observed, motion: Motion, waypoint: np.ndarray, speed: np.ndarray, backward: np.ndarray,
+    def _wheels(self, obs: Observed, motion: Motion, waypoint: np.ndarray, speed: np.ndarray, backward: np.ndarray,
                 active: np.ndarray, movers: np.ndarray, guarded: bool) -> tuple[np.ndarray, np.ndarray]:
         """((N, 2) wheels, (N,) speed caps): move-to-target's wheels, re-shaped at a lower speed cap while the
         contact guard (``guarded``) lowers it for the ``movers``."""
         s, hp = self.settings, self.handle
-        observed = Poses(seen.position[:, 0], seen.position[:, 1], seen.heading)
+        observed = Poses(obs.position[:, 0], obs.position[:, 1], obs.heading)
         shaping = WheelShaping.of(s, hp)
         left, right = drive_wheels(observed, motion.predicted, waypoint, speed, shaping, backward)
         if not guarded:
             return np.column_stack([left, right]), speed
-        flight = self._in_flight(seen, active)
+        flight = self._in_flight(obs, active)
         model = GuardModel(run=s.command_duration_ms / 1000.0, gap=s.contact_gap, k=hp.k, track=hp.wheel_track,
                            dead_zone=float(hp.dead_zone))
-        pose = np.column_stack([seen.position, seen.heading])
+        pose = np.column_stack([obs.position, obs.heading])
         for _ in range(GUARD_PASSES):
             capped = guard_caps(pose, speed, flight, np.column_stack([left, right]), movers,
                                 s.body_radius + self.frozen_extra, model)
@@ -364,7 +364,7 @@ class SwarmController:
             left, right = drive_wheels(observed, motion.predicted, waypoint, speed, shaping, backward)
         return np.column_stack([left, right]), speed
 
-    def _commands(self, seen: Observed, goals: GoalArrays, active: np.ndarray, reached: np.ndarray, plan: Plan,
+    def _commands(self, obs: Observed, goals: GoalArrays, active: np.ndarray, reached: np.ndarray, plan: Plan,
                   waypoint: np.ndarray, speed: np.ndarray, wheels: np.ndarray) -> list[CubeCommand]:
         """Every cube's decision; the wheel commands go into the history. A driving command for an active cube
         on its way, a stop for one at its goal, for a stale / off-mat cube with a goal, and after a STOP goal."""
@@ -379,7 +379,7 @@ class SwarmController:
             motor: tuple[int, int, int] | None = None
             if active[i] and not reached[i]:
                 motor = (int(round(wheels[i, 0])), int(round(wheels[i, 1])), int(s.command_duration_ms))
-            elif (active[i] and reached[i]) or (seen.seen[i] and not seen.controllable[i] and goals.has_goal[i]) \
+            elif (active[i] and reached[i]) or (obs.seen[i] and not obs.controllable[i] and goals.has_goal[i]) \
                     or i in stop_now:
                 motor = (0, 0, int(s.stop_duration_ms))   # hold at the goal; stop a stale / off-mat cube
             if motor is not None:
@@ -388,23 +388,23 @@ class SwarmController:
                 cube=cube, goal_id=self.last_goal_id[i], active=bool(active[i]),
                 waypoint=(float(waypoint[i, 0]), float(waypoint[i, 1])), speed_limit=float(speed[i]),
                 speed_ratio=float(plan.speed_ratio[i]), collision=bool(plan.collision[i]),
-                reached=bool(g.reached) if g else False, motor=motor, stale=not bool(seen.live[i]),
-                on_mat=bool(self.on_mat[i]), state_stamp_ns=int(self.stamp_ns[i]) if seen.seen[i] else 0,
-                goal=self.last_goal[i], state=self.state_in[i] if seen.seen[i] else None))
-        self.history.append(seen.now, issued)
+                reached=bool(g.reached) if g else False, motor=motor, stale=not bool(obs.live[i]),
+                on_mat=bool(self.on_mat[i]), state_stamp_ns=int(self.stamp_ns[i]) if obs.seen[i] else 0,
+                goal=self.last_goal[i], state=self.state_in[i] if obs.seen[i] else None))
+        self.history.append(obs.now, issued)
         return out
 
-    def _in_flight(self, seen: Observed, active: np.ndarray) -> CommandsInFlight:
+    def _in_flight(self, obs: Observed, active: np.ndarray) -> CommandsInFlight:
         """For the contact guard, on its own motion model (on the safe side of the planner's): the commands still
         in flight towards each cube as segments of its way from its reading (:func:`in_flight`). A command takes
         effect ``contact_guard_latency_s`` after it is sent and drives until the next one does or its duration
         ends, so a cube may still be executing several older commands (the planner's entity velocities see only
         the last one, as the reference does); this tick's command, which every active cube gets (a hold at its
         goal included), takes over that latency after the tick. A cube not controllable this tick has none."""
-        now = seen.now
-        flight = in_flight(self.history, np.where(seen.seen, self.stamp, now), now,
+        now = obs.now
+        flight = in_flight(self.history, np.where(obs.seen, self.stamp, now), now,
                            self.settings.contact_guard_latency_s, active, self.settings.contact_guard_write_gap_s)
-        return flight.only(seen.controllable)
+        return flight.only(obs.controllable)
 
     def _believed_poses(self, live: np.ndarray, seen: np.ndarray) -> np.ndarray:
         """Poses to plan with: the latest state of a live cube; for a cube gone silent, where its last command
@@ -435,26 +435,26 @@ class SwarmController:
             return 1.0 / self.settings.rate_hz
         return min(gap, self.settings.stale_timeout_s)
 
-    def _entities(self, seen: Observed, motion: Motion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _entities(self, obs: Observed, motion: Motion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(positions, headings, velocities) the planner sees: as observed, or with the reference's usePred
         where the next command will find each cube."""
         if not self.settings.use_pred:
-            return seen.position, seen.heading, motion.velocity
+            return obs.position, obs.heading, motion.velocity
         p = motion.predicted
         return (np.column_stack([p.x, p.y]), p.heading,
                 np.column_stack([np.cos(p.heading) * motion.speed, np.sin(p.heading) * motion.speed]))
 
-    def _plan(self, seen: Observed, motion: Motion, target: np.ndarray, goals: GoalArrays, active: np.ndarray) -> Plan:
+    def _plan(self, obs: Observed, motion: Motion, target: np.ndarray, goals: GoalArrays, active: np.ndarray) -> Plan:
         """The planner's waypoints towards ``target`` (a cube not active stays where the planner sees it)."""
-        pos, heading, velocity = self._entities(seen, motion)
+        pos, heading, velocity = self._entities(obs, motion)
         if self.planner is None:
             plan = self._plan_hlavoid(pos, heading, velocity, motion, target, goals.away)
         else:
-            plan = self._plan_registry(pos, heading, velocity, motion, target, goals.speed_cap, active, seen)
+            plan = self._plan_registry(pos, heading, velocity, motion, target, goals.speed_cap, active, obs)
         waypoint = np.where(active[:, None] & np.isfinite(plan.waypoint), plan.waypoint, pos)
         return Plan(waypoint=waypoint, speed_limit=np.asarray(plan.speed_limit, float),
                     speed_ratio=np.asarray(plan.speed_ratio, float),
-                    collision=np.asarray(plan.collision, bool) & seen.controllable, backward=plan.backward)
+                    collision=np.asarray(plan.collision, bool) & obs.controllable, backward=plan.backward)
 
     def _plan_hlavoid(self, pos, heading, velocity, motion: Motion, target, away) -> Plan:
         """The core's swarm step (HLAvoid/Boids modes); a cube going AWAY gets the step run away from its goal."""
@@ -476,13 +476,13 @@ class SwarmController:
         self.last_rays = rays
         return Plan(waypoint, limit, ratio, collision, np.zeros(pos.shape[0], bool))
 
-    def _plan_registry(self, pos, heading, velocity, motion: Motion, target, cap, active, seen: Observed) -> Plan:
+    def _plan_registry(self, pos, heading, velocity, motion: Motion, target, cap, active, obs: Observed) -> Plan:
         """A registry planner, in mat units/s; its speed limits back in motor units."""
         s = self.settings
         state = SwarmState(pos=pos, vel=velocity, heading=heading, radius=s.body_radius + self.frozen_extra,
                            goal=target, max_speed=cap * UNITS_PER_S_PER_MOTOR_UNIT, active=active,
-                           walls=self.walls, bounds=s.mat_rect, latency=self.handle.lag, age=seen.age,
-                           command_s=s.command_duration_ms / 1000.0, elapsed=self._elapsed(seen.now),
+                           walls=self.walls, bounds=s.mat_rect, latency=self.handle.lag, age=obs.age,
+                           command_s=s.command_duration_ms / 1000.0, elapsed=self._elapsed(obs.now),
                            sent=motion.sent_speed, plan_time=s.plan_time_s if self.realtime else 0.0)
         res = self.planner.step(state, 1.0 / s.rate_hz)
         backward = np.zeros(pos.shape[0], bool)
