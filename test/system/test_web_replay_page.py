@@ -18,7 +18,7 @@ if MISSING:
     pytest.skip(MISSING, allow_module_level=True)
 
 from support.browser import Browser, drawn_cubes, shot, wait_for  # noqa: E402
-from toio_navigator.bags.replay import open_reader  # noqa: E402
+from toio_navigator.bags.recording import open_reader  # noqa: E402
 
 BAG = Path(__file__).resolve().parents[1] / 'data' / 'bags' / 'swap3_mcap'
 MM_PER_UNIT = 0.560 / 411 * 1000

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toio_navigator.bags.replay import ReplayError, open_reader, stored_parameters
+from toio_navigator.bags.recording import open_reader, stored_parameters
+from toio_navigator.bags.replay import ReplayError
 from toio_navigator.web.feed import CUBE_TOPICS, SHARED_TOPICS, Feed
 from toio_navigator.web.view import ViewState
 
