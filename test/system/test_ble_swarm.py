@@ -20,7 +20,7 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from conftest import REPO, next_domain_id, ros_env  # noqa: E402
-from support.bluez_rig import DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
+from support.bluez_rig import CALM, DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
 from support.lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.demo_cli import swap_goals  # noqa: E402
@@ -42,7 +42,7 @@ LINK_KEPT_S = 1.5                               # after the crash, the cubes kee
 
 class Swarm:
     def __init__(self, tmp) -> None:
-        self.host = BluezHost(STARTS)
+        self.host = BluezHost(STARTS, radio=CALM)
         self.contacts = ContactTracker(self.host.world)
         self.host.start()
         ids = [link.name.split('-')[1] for link in self.host.bluez.links]

@@ -55,15 +55,15 @@ def bluez_error(name: str, text: str) -> DBusError:
 
 
 class Adapter(ServiceInterface):
-    """org.bluez.Adapter1 of the one virtual adapter."""
+    """org.bluez.Adapter1 of one virtual adapter (:class:`~toio_navigator.sim.bluez.adapter.VirtualAdapter`)."""
 
-    def __init__(self, bluez) -> None:
+    def __init__(self, adapter) -> None:
         super().__init__('org.bluez.Adapter1')
-        self._bluez = bluez
+        self._bluez = adapter
 
     @dbus_property(access=PropertyAccess.READ)
     def Address(self) -> DBusStr:
-        return self._bluez.adapter_address
+        return self._bluez.address
 
     @dbus_property(access=PropertyAccess.READ)
     def AddressType(self) -> DBusStr:
@@ -71,11 +71,11 @@ class Adapter(ServiceInterface):
 
     @dbus_property(access=PropertyAccess.READ)
     def Name(self) -> DBusStr:
-        return self._bluez.adapter_name
+        return f'virtual {self._bluez.name}'
 
     @dbus_property(access=PropertyAccess.READ)
     def Alias(self) -> DBusStr:
-        return self._bluez.adapter_name
+        return f'virtual {self._bluez.name}'
 
     @dbus_property(access=PropertyAccess.READ)
     def Powered(self) -> DBusBool:
@@ -271,18 +271,18 @@ class GattCharacteristic(ServiceInterface):
         return self._link.mtu
 
     @dbus_method()
-    def ReadValue(self, options: DBusDict) -> DBusBytes:
-        self.value = self._link.read(self.char)
+    async def ReadValue(self, options: DBusDict) -> DBusBytes:
+        self.value = await self._link.read(self.char)
         return self.value
 
     @dbus_method()
-    def WriteValue(self, value: DBusBytes, options: DBusDict):
+    async def WriteValue(self, value: DBusBytes, options: DBusDict):
         kind = options.get('type')
-        self._link.write(self.char, bytes(value), None if kind is None else str(kind.value))
+        await self._link.write(self.char, bytes(value), None if kind is None else str(kind.value))
 
     @dbus_method()
-    def StartNotify(self):
-        self._link.start_notify(self.char)
+    async def StartNotify(self):
+        await self._link.start_notify(self.char)
 
     @dbus_method()
     def StopNotify(self):
