@@ -10,16 +10,16 @@ connection slots and its one LE connection attempt at a time.
 * ``Device1.Connect``: the adapter makes one attempt at a time; a second ``Connect`` on the same adapter while one
   runs, from any client, fails at once with ``org.bluez.Error.InProgress`` (BlueZ's answer with one LE Create
   Connection per adapter). An attempt takes ``setup_s`` divided by the air share left for hearing the cube's
-  advert. A full adapter (every slot linked) fails the attempt with ``le-connection-abort-by-local`` and the
-  device disappears from that adapter for ``full_hide_s``; so does a seeded share of attempts
-  (``failed_attempts``), without the disappearance.
+  advert. A full adapter (every slot linked) fails the attempt with ``le-connection-concurrent-connection-limit``
+  and the device disappears from that adapter for ``full_hide_s``. A seeded share of attempts
+  (``failed_attempts``) fails as interference makes them fail: ``Connected`` goes true and false again and the
+  answer is ``le-connection-abort-by-local`` (bleak then tries again by itself).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
-from typing import TYPE_CHECKING
 
 from dbus_fast import Variant
 
@@ -29,19 +29,18 @@ from toio_navigator.sim.bluez.link import CubeLink, CubeRadio
 from toio_navigator.sim.bluez.objects import bluez_error
 from toio_navigator.sim.bluez.radio import AdapterAir, AdapterSpec, RadioParams
 
-if TYPE_CHECKING:
-    from toio_navigator.sim.bluez.service import VirtualBluez
-
 _FILTER_KEYS = {'UUIDs', 'RSSI', 'Pathloss', 'Transport', 'DuplicateData', 'Discoverable', 'Pattern'}
-#: BlueZ's error text for an LE connection the controller gave up (also what it reports for a full adapter)
+#: BlueZ's error text for an LE connection that came up and was torn down at once (interference, a busy controller)
 ABORT_BY_LOCAL = 'le-connection-abort-by-local'
+#: BlueZ's error text for a controller that has no room for another link (HCI "Connection Limit Exceeded")
+CONNECTION_LIMIT = 'le-connection-concurrent-connection-limit'
 
 
 class VirtualAdapter:
     """org.bluez.Adapter1 at ``/org/bluez/<name>`` and the devices it knows."""
 
-    def __init__(self, bluez: 'VirtualBluez', index: int, spec: AdapterSpec, params: RadioParams,
-                 radios: list[CubeRadio]) -> None:
+    def __init__(self, bluez, index: int, spec: AdapterSpec, params: RadioParams, radios: list[CubeRadio]) -> None:
+        """``bluez``: the :class:`~toio_navigator.sim.bluez.service.VirtualBluez` it belongs to."""
         self.bluez, self.index, self.spec, self.params = bluez, index, spec, params
         self.name, self.slots = spec.name, spec.slots
         self.path = f'/org/bluez/{spec.name}'
@@ -109,7 +108,7 @@ class VirtualAdapter:
             self.refused_full += 1
             self.hidden_until[link.address] = time.monotonic() + p.full_hide_s
             link.remove_device()                        # the device disappears from the bus
-            raise bluez_error('Failed', ABORT_BY_LOCAL)
+            raise bluez_error('Failed', CONNECTION_LIMIT)
         share = self.air.scan_share
         if share <= 0.0:                                # the links leave no air to hear the cube's advert
             await asyncio.sleep(p.connect_fail_s)
@@ -120,6 +119,9 @@ class VirtualAdapter:
         if not link.radio.advertising:                  # linked through another adapter meanwhile
             raise bluez_error('Failed', f'{link.name}: no answer (not advertising)')
         if self.bluez.faults.attempt_fails(self.name, number):
+            # as BlueZ reports it: the link came up and went down again before the answer (bleak then retries)
+            link.device.emit_properties_changed({'Connected': True})
+            link.device.emit_properties_changed({'Connected': False})
             raise bluez_error('Failed', ABORT_BY_LOCAL)
         link.establish()
 

@@ -13,16 +13,12 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from toio_navigator.cube.protocol import PROPERTIES, Characteristic, Property
 from toio_navigator.sim.bluez import objects
 from toio_navigator.sim.bluez.objects import CHAR_HANDLES, SERVICE_HANDLE, bluez_error
 from toio_navigator.sim.bluez.radio import INTERVAL_UNIT_MS, LinkAir, grant_interval, to_units
 from toio_navigator.sim.virtual_cube import VirtualCube
-
-if TYPE_CHECKING:
-    from toio_navigator.sim.bluez.adapter import VirtualAdapter
 
 _log = logging.getLogger(__name__)
 #: the value of a 0x30 bound that means "no preference"
@@ -66,7 +62,8 @@ class CubeRadio:
 class CubeLink:
     """BlueZ's view of one cube on one adapter: Device1, GATT objects, the connection and its notify sessions."""
 
-    def __init__(self, adapter: 'VirtualAdapter', radio: CubeRadio) -> None:
+    def __init__(self, adapter, radio: CubeRadio) -> None:
+        """``adapter``: the :class:`~toio_navigator.sim.bluez.adapter.VirtualAdapter` this view belongs to."""
         self.adapter, self.radio, self.cube, self.name = adapter, radio, radio.cube, radio.name
         self.bluez = adapter.bluez
         self.address = radio.address
