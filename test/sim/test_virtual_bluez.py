@@ -20,7 +20,8 @@ bleak = pytest.importorskip('bleak')
 from support.bluez_rig import CALM, needs_dbus_daemon  # noqa: E402
 from toio_navigator import cli  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.cube.ble_transport import BleTransport, forget_unheard, scan  # noqa: E402
+from toio_navigator.cube.ble_scan import forget_unheard, scan  # noqa: E402
+from toio_navigator.cube.ble_transport import BleTransport  # noqa: E402
 from toio_navigator.cube.transport import BackoffPolicy, LinkState  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 from toio_navigator.sim.bluez.service import advertised_name  # noqa: E402
