@@ -1,5 +1,6 @@
-"""The real-cube bringup (config/real.yaml: four BLE cube_drivers and the navigator, one process each) on a
-machine with no Bluetooth: every driver talks real bleak to the virtual BlueZ, four cubes on one adapter.
+"""The real-cube bringup (config/real.yaml: four BLE cube_drivers and the navigator, one process each:
+``--driver-processes per-cube``) on a machine with no Bluetooth: every driver talks real bleak to the virtual
+BlueZ, four cubes on one adapter.
 
 The cubes swap places through the centre of the mat (contacts measured by the simulated world), then, on the way
 back, BlueZ crashes: every driver must report its link down within a second, the cubes must stop by the duration
@@ -63,7 +64,7 @@ class Swarm:
         self.bringup = subprocess.Popen(
             [sys.executable, '-m', 'toio_navigator.nodes.bringup', '--profile', 'real',
              '--params-file', str(config / 'navigator.yaml'), '--params-file', str(config / 'real.yaml'),
-             '--params-file', str(params)],
+             '--params-file', str(params), '--driver-processes', 'per-cube'],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def all_connected(self) -> bool:

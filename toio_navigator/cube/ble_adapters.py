@@ -105,6 +105,22 @@ def choose(states: Sequence[AdapterState], wanted: tuple[str, ...],
     return min(free, key=lambda s: (busy(s.name), s.links, random.random()))
 
 
+def spread(drivers: Sequence[tuple[str, tuple[str, ...]]], states: Sequence[AdapterState],
+           slots: int = 7) -> dict[str, str | None]:
+    """Where drivers started one after another would connect: each (cube, its adapters) takes, of its adapters,
+    the one with a free slot and the fewest links (ties by name, so a plan is the same every time); an adapter
+    holds its learned limit, else ``slots``. None: no adapter of that driver would have room."""
+    links = {s.name: s.links for s in states}
+    placed: dict[str, str | None] = {}
+    for cube, wanted in drivers:
+        room = [s for s in candidates(states, wanted) if s.powered and links[s.name] < (s.limit or slots)]
+        best = min(room, key=lambda s: (links[s.name], s.name)) if room else None
+        placed[cube] = best.name if best else None
+        if best:
+            links[best.name] += 1
+    return placed
+
+
 def full_line(states: Sequence[AdapterState]) -> str:
     """'every adapter of this driver is full: hci0 7/7 links ...; what to do'."""
     listed = ', '.join(s.text() for s in states)
