@@ -20,6 +20,7 @@ from toio_navigator.demo_cli import swap_goals
 from toio_navigator.msg import LinkStatus, NavGoal
 from toio_navigator.nodes.mat_sim import ContactTracker
 from toio_navigator.nodes.qos import LATCHED
+from toio_navigator.nodes.service_call import ANSWER_WAIT_S, call_until_answered
 from toio_navigator.sim.bluez.cli import driver_parameters
 from toio_navigator.sim.bluez.host import BluezHost
 from toio_navigator.sim.bluez.radio import RadioParams
@@ -41,7 +42,7 @@ class Lab:
     """``poses`` cubes behind ``radio``'s adapters, the real bringup started with ``bringup_args``."""
 
     def __init__(self, tmp: Path, poses: np.ndarray, radio: RadioParams, bringup_args: tuple[str, ...] = (),
-                 planner: str = 'coordinated', driver: dict | None = None) -> None:
+                 navigator: dict | None = None, driver: dict | None = None) -> None:
         self.host = BluezHost(poses, radio=radio)
         self.contacts = ContactTracker(self.host.world)
         self.host.start()
@@ -49,8 +50,13 @@ class Lab:
         ids = [link.name.split('-')[1] for link in self.host.bluez.links]
         self.params = tmp / 'lab.yaml'
         extra = ''.join(f'    {name}: {ros_value(value)}\n' for name, value in {**LAB_DRIVER, **(driver or {})}.items())
-        text = driver_parameters(ids, len(radio.adapters)).replace('    transport: ble\n', '    transport: ble\n' + extra)
-        self.params.write_text(text + f'\nnavigator:\n  ros__parameters:\n    planner: {planner}\n')
+        text = driver_parameters(ids, len(radio.adapters))
+        text = text.replace('    transport: ble\n', '    transport: ble\n' + extra)
+        # the coordinated planner swaps a crowd without a contact; a shorter time to improve its plan (10 s by
+        # default) lets the cubes set off sooner
+        navigator = {'planner': 'coordinated', 'plan_time_s': 3.0, **(navigator or {})}
+        self.params.write_text(text + '\nnavigator:\n  ros__parameters:\n' +
+                               ''.join(f'    {k}: {ros_value(v)}\n' for k, v in navigator.items()))
         self.env = self.host.environment(ros_env(next_domain_id()))
         self.probe = Probe(int(self.env['ROS_DOMAIN_ID']))
         self.links = {c: self.probe.collect(LinkStatus, f'/{c}/link_state', LATCHED) for c in self.cubes}
@@ -90,17 +96,21 @@ class Lab:
         return self.host.call(lambda: [r.adapter for r in self.host.bluez.links])
 
     # ------------------------------------------------------------------------------------ goals
+    def _call(self, client, request, what: str):
+        """The answer of a service call, asked again when an answer is lost (as the demos do: nodes/service_call)."""
+        def spin(condition, _what):
+            assert self.probe.spin_until(condition, ANSWER_WAIT_S + 1), f'no answer of {what}'
+        return call_until_answered(client, request, spin, what, 20.0)
+
     def status(self, cube: str):
-        future = self.goal_status.call_async(GoalStatus.Request(cube=cube))
-        assert self.probe.spin_until(future.done, 10), f'no goal status for {cube}'
-        return future.result()
+        return self._call(self.goal_status, GoalStatus.Request(cube=cube), f'the goal status of {cube}')
 
     def send_goals(self, goals: np.ndarray, first_id: int) -> None:
         assert self.probe.spin_until(self.set_goal.service_is_ready, 30)
         for k, cube in enumerate(self.cubes):
-            future = self.set_goal.call_async(SetGoal.Request(goal=NavGoal(
-                goal_id=first_id + k, cube=cube, x=float(goals[k, 0]), y=float(goals[k, 1]))))
-            assert self.probe.spin_until(future.done, 10) and future.result().accepted, future.result()
+            answer = self._call(self.set_goal, SetGoal.Request(goal=NavGoal(
+                goal_id=first_id + k, cube=cube, x=float(goals[k, 0]), y=float(goals[k, 1]))), f'set_goal {cube}')
+            assert answer.accepted, answer
 
     def swap(self, first_id: int, timeout: float) -> list[str]:
         """Every cube to the other side of the mat; the cubes that did not arrive within ``timeout``."""

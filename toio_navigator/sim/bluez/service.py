@@ -62,6 +62,37 @@ def advertised_name(cube_name: str, version: str) -> str:
     return 'toio Core Cube'
 
 
+class _PatientSocket:
+    """A bus socket whose full send buffer means "write later", not a dead bus: dbus-fast (5.2) takes the
+    BlockingIOError of a non-blocking send as fatal, and a burst of notifications (16 cubes at one connection
+    event) fills the buffer while dbus-daemon is busy."""
+
+    def __init__(self, sock) -> None:
+        self._sock = sock
+
+    def send(self, data) -> int:
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            return 0            # nothing written: the writer waits until the socket is writable again
+
+    def sendmsg(self, buffers, ancdata=()) -> int:
+        try:
+            return self._sock.sendmsg(buffers, ancdata)
+        except BlockingIOError:
+            return 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+
+def _patient(bus: MessageBus) -> None:
+    # dbus-fast's writer keeps the socket in a private attribute; this is the one place that reaches it
+    writer = getattr(bus, '_writer', None)
+    if writer is not None and hasattr(writer, 'sock'):
+        writer.sock = _PatientSocket(writer.sock)
+
+
 class VirtualBluez:
     """``org.bluez`` for the cubes of ``firmware``. Run :meth:`start` on the asyncio loop that drives them.
 
@@ -121,6 +152,7 @@ class VirtualBluez:
             if link.cube.connected:
                 link.cube.disconnect()
         bus = await MessageBus(bus_address=bus_address, bus_type=BusType.SYSTEM).connect()
+        _patient(bus)
         self.bus = bus
         # the message handler runs before dbus-fast dispatches a call: it tells the methods who is calling
         bus.add_message_handler(self._on_message)
