@@ -282,3 +282,28 @@ def test_fake_bluez_takes_its_adapters_and_air_from_the_command_line(tmp_path, c
                          (['--interval-ms', '2'], 'initial_interval_ms')):
         assert cli.main(['fake-bluez', *bad]) == 2
         assert message in capsys.readouterr().err
+
+
+@needs_dbus_daemon
+def test_ble_check_lists_adapters_links_cubes_heard_and_how_a_parameter_file_spreads(tmp_path, capsys):
+    from toio_navigator import cli  # noqa: PLC0415 (the command, in this process)
+    from toio_navigator.sim.bluez.cli import driver_parameters  # noqa: PLC0415
+    with air(3, 'hci0:7,hci1:7'):
+        params = tmp_path / 'cubes.yaml'
+        params.write_text(driver_parameters(['a0a', 'b0a', 'c0a', 'Zz9'], adapters=2))
+
+        async def linked_and_checked():
+            async with client(await find('a0a')):
+                return await asyncio.to_thread(cli.main, ['ble-check', '--scan-s', '1.0', '--params-file',
+                                                          str(params), '--ask-firmware'])
+        assert run(linked_and_checked(), timeout=60) == 0
+    out = capsys.readouterr().out
+    assert 'hci0     00:00:5E:00:53:01  yes      1      not learned (taken as 7)' in out
+    assert 'linked: toio-a0a (5E:00:00:00:00:00)' in out
+    assert 'toio cubes heard in 1 s or linked: 3' in out
+    assert 'toio-b0a             b0a  5E:00:00:00:00:01  hci0 -50, hci1 -54         2.4.0' in out   # asked
+    assert 'toio-a0a             a0a  5E:00:00:00:00:00  linked (not advertising)   >= 2.4.0 (by its name)' \
+        in out
+    # hci0 has a link already: the first driver goes to hci1, the others alternate (ties by name)
+    assert 'cube1      a0a                *                hci1               toio-a0a (linked)' in out
+    assert 'cube4      Zz9                *                hci0               NOT heard' in out

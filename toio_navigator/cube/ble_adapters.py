@@ -165,6 +165,16 @@ def learn_limit(adapter: str, links: int) -> None:
 async def bluez_adapters(timeout_s: float = 5.0) -> list[AdapterState]:
     """Every adapter BlueZ offers, with its links now and its learned limit. :class:`RadioUnavailable` naming
     what is missing: the system bus, BlueZ on it, or any adapter."""
+    states = adapter_states(await bluez_objects(timeout_s))
+    if not states:
+        raise RadioUnavailable('BlueZ offers no Bluetooth adapter (none plugged in, or blocked: see rfkill list); '
+                               + FAKE_BLUEZ_HINT)
+    return states
+
+
+async def bluez_objects(timeout_s: float = 5.0) -> dict:
+    """BlueZ's objects (GetManagedObjects: path -> interface -> property -> Variant); :class:`RadioUnavailable`
+    naming what is missing: the system bus or BlueZ on it."""
     # dbus-fast is imported here, not at the top: the simulator and the tests of the pure parts run without it
     from dbus_fast import BusType, Message, MessageType  # noqa: PLC0415 (see above)
     from dbus_fast.aio import MessageBus  # noqa: PLC0415 (see above)
@@ -189,11 +199,7 @@ async def bluez_adapters(timeout_s: float = 5.0) -> list[AdapterState]:
         raise RadioUnavailable(f'BlueZ (org.bluez) is not running on the system bus {bus_address} '
                                f'({reply.error_name}): install and start it (Debian/Ubuntu: apt install bluez; '
                                f'systemctl start bluetooth), or {FAKE_BLUEZ_HINT}')
-    states = adapter_states(reply.body[0])
-    if not states:
-        raise RadioUnavailable('BlueZ offers no Bluetooth adapter (none plugged in, or blocked: see rfkill list); '
-                               + FAKE_BLUEZ_HINT)
-    return states
+    return reply.body[0]
 
 
 def adapter_states(objects: dict) -> list[AdapterState]:
