@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 
 from conftest import REPO, next_domain_id, ros_env
 from support.bluez_rig import DRIVER_PARAMS, Probe, ros_value, stop
@@ -27,8 +28,9 @@ from toio_navigator.sim.bluez.radio import RadioParams
 from toio_navigator.srv import GoalStatus, SetGoal
 
 MAT_RECT = (45.0, 45.0, 455.0, 455.0)           # config/navigator.yaml
-#: what every driver of a lab runs with: positions only (every driver process gets every cube's signals)
-LAB_DRIVER = {**DRIVER_PARAMS, 'imu': 'off', 'wheel_speed_notify': False}
+#: what every driver of a lab runs with: positions only (every driver process gets every cube's signals), and its
+#: link quality on /diagnostics every 2 s
+LAB_DRIVER = {**DRIVER_PARAMS, 'imu': 'off', 'wheel_speed_notify': False, 'diagnostics_period_s': 2.0}
 
 
 def circle(n: int, radius: float = 150.0) -> np.ndarray:
@@ -60,6 +62,8 @@ class Lab:
         self.env = self.host.environment(ros_env(next_domain_id()))
         self.probe = Probe(int(self.env['ROS_DOMAIN_ID']))
         self.links = {c: self.probe.collect(LinkStatus, f'/{c}/link_state', LATCHED) for c in self.cubes}
+        self.diagnostics: dict[str, dict[str, str]] = {}        # cube -> its driver's last values
+        self.probe.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
         self.first_connected: dict[str, float] = {}
         self.set_goal = self.probe.node.create_client(SetGoal, 'navigator/set_goal')
         self.goal_status = self.probe.node.create_client(GoalStatus, 'navigator/goal_status')
@@ -70,6 +74,12 @@ class Lab:
              '--params-file', str(config / 'navigator.yaml'), '--params-file', str(config / 'real.yaml'),
              '--params-file', str(self.params), *bringup_args],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def _on_diagnostics(self, array: DiagnosticArray) -> None:
+        for status in array.status:
+            cube = status.name.split(':', 1)[0]
+            if cube in self.links:
+                self.diagnostics[cube] = {kv.key: kv.value for kv in status.values}
 
     # ------------------------------------------------------------------------------------ links
     def connected(self, cube: str) -> bool:

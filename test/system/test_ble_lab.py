@@ -45,10 +45,17 @@ def test_sixteen_cubes_connect_from_cold_and_swap_without_contact_while_links_ab
     lab = run_lab(tmp_path, RadioParams(adapters=ADAPTERS))        # the model's default faults
     aborted = lab.host.call(lambda: sum(a.aborts for a in lab.host.bluez.adapters))
     reconnects = {c: lab.links[c][-1].reconnects for c in lab.cubes}
+    assert lab.probe.spin_until(lambda: len(lab.diagnostics) == len(lab.cubes), 10)
+    quality = dict(lab.diagnostics)
     err = lab.close()
     assert not bad_lines(err), err[-3000:]
     # at 0.5 aborts per link-minute some links dropped during the run; each came back (the swap completed)
     assert aborted >= 1 and sum(reconnects.values()) >= aborted - 1, (aborted, reconnects)
+    # each driver's diagnostics carry its link's quality: adapter, interval, positions, write latency, aborts
+    assert sum(int(q['link_aborts']) for q in quality.values()) >= 1
+    for cube, q in quality.items():
+        assert q['ble_adapter'] in ('hci0', 'hci1', 'hci2') and q['connection_interval_ms'] == '30', (cube, q)
+        assert 40.0 <= float(q['position_rate_hz']) <= 55.0, (cube, q)          # 50 Hz asked
 
 
 def test_sixteen_cubes_in_one_process_connect_from_cold_and_swap_without_contact(tmp_path):
