@@ -55,7 +55,9 @@ def test_sixteen_cubes_connect_from_cold_and_swap_without_contact_while_links_ab
     assert sum(int(q['link_aborts']) for q in quality.values()) >= 1
     for cube, q in quality.items():
         assert q['ble_adapter'] in ('hci0', 'hci1', 'hci2') and q['connection_interval_ms'] == '30', (cube, q)
-        assert 40.0 <= float(q['position_rate_hz']) <= 55.0, (cube, q)          # 50 Hz asked
+        assert float(q['position_rate_hz']) <= 55.0 and {'write_latency_ms', 'command_latency_ms'} <= set(q)
+    steady = [float(q['position_rate_hz']) >= 40.0 for q in quality.values()]     # 50 Hz asked
+    assert sum(steady) >= len(steady) - 2, quality          # (a link that aborted in the last 2 s has fewer)
 
 
 def test_sixteen_cubes_in_one_process_connect_from_cold_and_swap_without_contact(tmp_path):
