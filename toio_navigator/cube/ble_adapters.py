@@ -107,12 +107,13 @@ def choose(states: Sequence[AdapterState], wanted: tuple[str, ...],
 
 def spread(drivers: Sequence[tuple[str, tuple[str, ...]]], states: Sequence[AdapterState],
            slots: int = 7) -> dict[str, str | None]:
-    """Where drivers started one after another would connect: each (cube, its adapters) takes, of its adapters,
-    the one with a free slot and the fewest links (ties by name, so a plan is the same every time); an adapter
-    holds its learned limit, else ``slots``. None: no adapter of that driver would have room."""
+    """Where the drivers would connect: each (cube, its adapters) takes, of its adapters, the one with a free slot
+    and the fewest links (ties by name, so a plan is the same every time), the drivers with the fewest adapters
+    to choose from first; an adapter holds its learned limit, else ``slots``. None: no adapter of that driver
+    would have room."""
     links = {s.name: s.links for s in states}
-    placed: dict[str, str | None] = {}
-    for cube, wanted in drivers:
+    placed: dict[str, str | None] = {cube: None for cube, _wanted in drivers}
+    for cube, wanted in sorted(drivers, key=lambda d: len(candidates(states, d[1]))):
         room = [s for s in candidates(states, wanted) if s.powered and links[s.name] < (s.limit or slots)]
         best = min(room, key=lambda s: (links[s.name], s.name)) if room else None
         placed[cube] = best.name if best else None
