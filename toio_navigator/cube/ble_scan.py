@@ -68,53 +68,9 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
     """
     if timeout_s <= 0:
         raise ValueError(f'timeout_s must be > 0, got {timeout_s}')
-    wanted_names = [n for n in names if n]
-    wanted_addresses = {a.upper() for a in addresses if a}
-    found: dict[str, FoundCube] = {}
-    done = asyncio.Event()
-
-    def wanted(address: str, name: str) -> bool:
-        if not wanted_names and not wanted_addresses:
-            return True
-        return address.upper() in wanted_addresses or any(name_matches(name, n) for n in wanted_names)
-
-    def complete() -> bool:
-        if count is not None and len(found) >= count:
-            return True
-        if not wanted_names and not wanted_addresses:
-            return False
-        seen_names = all(any(name_matches(c.name, n) for c in found.values()) for n in wanted_names)
-        seen_addresses = wanted_addresses <= {a.upper() for a in found}
-        return seen_names and seen_addresses
-
-    turned_down: set[str] = set()
-
-    def open_for(address: str, name: str) -> bool:
-        """A cube this scan would still take: wanted, not found yet, not turned down."""
-        return wanted(address, name) and address not in found and address not in turned_down
-
-    def on_detect(device: Any, advertisement: Any) -> None:
-        uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
-        if done.is_set() or SERVICE_UUID not in uuids:
-            return
-        name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
-        address = str(getattr(device, 'address', ''))
-        connected = bluez_connected(advertisement)
-        if heard is not None:
-            heard[address] = (name, connected)
-        if connected:
-            return
-        if BAD_STATE_NAME in name:
-            _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
-            return
-        if open_for(address, name):
-            cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
-            if accept is not None and not accept(cube):
-                turned_down.add(address)
-                return
-            found[address] = cube
-            if complete():
-                done.set()
+    search = _Search([n for n in names if n], {a.upper() for a in addresses if a}, count, accept, heard)
+    on_detect, done, found = search.on_detect, search.done, search.found
+    wanted_names, wanted_addresses, open_for = search.names, search.addresses, search.open_for
 
     async with _scan_lock(adapter):
         scanner = (scanner_factory or bleak_scanner_factory(adapter))(on_detect, [SERVICE_UUID])
@@ -138,6 +94,57 @@ async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), coun
         # lists what advertises wanted nothing in particular and leaves BlueZ alone
         await forget_unheard(open_for, adapter, timeout_s)
     return list(found.values())
+
+
+class _Search:
+    """What one scan looks for, what it found, and what it makes of each advert (see :func:`scan`)."""
+
+    def __init__(self, names: list[str], addresses: set[str], count: int | None,
+                 accept: Callable[[FoundCube], bool] | None, heard: dict[str, tuple[str, bool]] | None) -> None:
+        self.names, self.addresses, self.count, self.accept, self.heard = names, addresses, count, accept, heard
+        self.found: dict[str, FoundCube] = {}
+        self.turned_down: set[str] = set()
+        self.done = asyncio.Event()
+
+    def wanted(self, address: str, name: str) -> bool:
+        if not self.names and not self.addresses:
+            return True
+        return address.upper() in self.addresses or any(name_matches(name, n) for n in self.names)
+
+    def complete(self) -> bool:
+        if self.count is not None and len(self.found) >= self.count:
+            return True
+        if not self.names and not self.addresses:
+            return False
+        seen_names = all(any(name_matches(c.name, n) for c in self.found.values()) for n in self.names)
+        return seen_names and self.addresses <= {a.upper() for a in self.found}
+
+    def open_for(self, address: str, name: str) -> bool:
+        """A cube this scan would still take: wanted, not found yet, not turned down."""
+        return self.wanted(address, name) and address not in self.found and address not in self.turned_down
+
+    def on_detect(self, device: Any, advertisement: Any) -> None:
+        uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
+        if self.done.is_set() or SERVICE_UUID not in uuids:
+            return
+        name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
+        address = str(getattr(device, 'address', ''))
+        connected = bluez_connected(advertisement)
+        if self.heard is not None:
+            self.heard[address] = (name, connected)
+        if connected:
+            return
+        if BAD_STATE_NAME in name:
+            _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
+            return
+        if self.open_for(address, name):
+            cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
+            if self.accept is not None and not self.accept(cube):
+                self.turned_down.add(address)
+                return
+            self.found[address] = cube
+            if self.complete():
+                self.done.set()
 
 
 async def forget_unheard(wanted: Callable[[str, str], bool], adapter: str | None, timeout_s: float) -> list[str]:
