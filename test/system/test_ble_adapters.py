@@ -52,7 +52,7 @@ def test_the_eighth_cube_of_a_seven_slot_adapter_is_told_full_keeps_trying_and_c
         probe.spin_for(4.0)
         # it keeps trying (each try is reported), says why each time, and never made the seven lose a link
         assert len(links[odd]) >= told + 3 and told_full(odd) and not connected(odd), links[odd][-3:]
-        assert links[odd][-1].state == msg.LinkStatus.RECONNECTING
+        assert links[odd][-1].state in (msg.LinkStatus.CONNECTING, msg.LinkStatus.RECONNECTING)    # never FAILED
         assert all(connected(c) and links[c][-1].reconnects == 0 for c in seven)
         assert host.call(lambda: host.bluez.adapters[0].refused_full) <= 1       # it learnt the limit once
         assert host.call(lambda: [r.adapter for r in host.bluez.links]).count('hci0') == 7
