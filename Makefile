@@ -86,6 +86,7 @@ $(ST)/pip: $(ST)/wheels setup.py | $(ST)/msgs $(ST)/tf2_msgs
 # was tried: two process-heavy files side by side then starved each other's simulators.)
 test: install
 	ruff check .
+	@command -v chromium >/dev/null || echo "make test: no chromium: the browser tests are skipped (as root: apt-get install chromium)"
 	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).

@@ -16,7 +16,7 @@ from toio_navigator.lifecycle import die_with_parent
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     'demo': ('toio_navigator.demo_cli', 'run the simulated demo (swarm swap, or an arena exploration with --arena)'),
-    'query': ('toio_navigator.navigation.query_cli',
+    'query': ('toio_navigator.reference.query_cli',
               'one navigator query: SCENARIO.json -> RESULT.json (conformance format)'),
     'explore': ('toio_navigator.sim.explore_cli', 'explore an arena layout with simulated IR sensors'),
     'fastest-path': ('toio_navigator.arena.path_cli', 'optimal fastest path on an arena layout'),
@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
               'closed-loop scenario runs: navigator + simulated cubes under BLE timing (ideal, ble, loaded)'),
     'record': ('toio_navigator.bags.record_cli', 'record topics to a rosbag2 (mcap or sqlite3)'),
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
+    'web': ('toio_navigator.web.cli', 'a recorded bag in the web console\'s page, with a time slider'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),
     'repair': ('toio_navigator.bags.repair_cli',
                'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),

@@ -34,14 +34,16 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.bags.record import UNFINALISED
 from toio_navigator.bags.replay import ReplayError, read_parameter_files
+from toio_navigator.control.controller import NavigatorSettings
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
+from toio_navigator.launching.web_console import console_params, port_to_use
 from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.msg import CubeState, NavGoal, NavResult
-from toio_navigator.navigation.controller import NavigatorSettings
 from toio_navigator.nodes.arena_demo import run_arena_demo
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.service_call import NoAnswer, call_until_answered
+from toio_navigator.settings.web_console import DEFAULT_PORT
 from toio_navigator.srv import SetGoal
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
@@ -162,6 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='instead: the arena exploration demo on this layout (toio_navigator.nodes.arena_demo)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='bringup parameter files (default: config/navigator.yaml + config/sim.yaml)')
+    parser.add_argument('--web-port', type=int, default=DEFAULT_PORT, metavar='PORT',
+                        help=f'the live web console\'s port (default {DEFAULT_PORT}, or any free one when it is taken; '
+                             '0 = any free port); the demo prints its address')
+    parser.add_argument('--no-web', dest='web', action='store_false', help='no web console')
     parser.add_argument('--navigator-topics', dest='all_topics', action='store_false',
                         help='record only the navigator\'s inputs/outputs, ground truth and contacts instead of '
                              'every topic (a lighter recorder for slow machines; replay needs only these)')
@@ -197,8 +203,8 @@ def run(args: argparse.Namespace) -> int:
     if args.arena is not None:
         return run_arena_demo(args.arena, args.out or Path('out/arena'), param_files=args.params_file)
     args.out = args.out or Path('out/demo')
-    if not (args.timeout > 0 and args.stagger >= 0):
-        print('toio-nav demo: --timeout must be > 0 and --stagger >= 0', file=sys.stderr)
+    if not (args.timeout > 0 and args.stagger >= 0 and 0 <= args.web_port <= 65535):
+        print('toio-nav demo: --timeout must be > 0, --stagger >= 0 and --web-port within 0..65535', file=sys.stderr)
         return 2
     try:
         files = [p.resolve() for p in args.params_file] if args.params_file else profiles.profile_files('sim')
@@ -287,7 +293,11 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
         # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
         # and delay messages, and a bag that lost inputs cannot replay
         recorder = _start_recorder(bag_dir, log_dir, names, args.all_topics)
-        children.start(profiles.plan('sim', names), files, log_dir=log_dir)
+        _start_nodes(args, children, names, files, log_dir)
+        if args.web:
+            address = log_dir / 'web_console_address.txt'
+            _wait(executor, address.exists, 30.0, 'the web console', children, stop)
+            print(f'  web console: {address.read_text().strip()} (the live page: open it in a browser)', flush=True)
         _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
                                     and states[c].on_mat for c in names), 60.0,
               'every cube driver to connect and read its position', children, stop)
@@ -374,6 +384,16 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
     print(f'  recorded {sum(counts.values())} messages on {sum(1 for c in counts.values() if c)} topics; total run '
           f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
     return 0 if ok else 1
+
+
+def _start_nodes(args, children: Children, names: list[str], files, log_dir: Path) -> None:
+    """The sim bringup, and the web console unless --no-web (on --web-port, or any free port if that is taken)."""
+    if args.web:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        address = log_dir / 'web_console_address.txt'
+        address.unlink(missing_ok=True)
+        files = list(files) + [console_params(log_dir / 'web_console.yaml', port_to_use(args.web_port), address)]
+    children.start(profiles.plan('sim', names, web=args.web), files, log_dir=log_dir)
 
 
 # ------------------------------------------------------------------------------------------------ the recorder

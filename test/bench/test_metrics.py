@@ -8,8 +8,8 @@ import pytest
 
 from toio_navigator.bench import metrics as m
 from toio_navigator.bench.metrics import MetricSetup, b0_kernel, compute_metrics
-from toio_navigator.navigation.planners import common
-from toio_navigator.navigation.planners.common import pairs_within
+from toio_navigator.planners import common
+from toio_navigator.planners.common import pairs_within
 
 
 def traj_of(*agents):

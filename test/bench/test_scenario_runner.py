@@ -13,8 +13,8 @@ import yaml
 from toio_navigator.bench import cli
 from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, ScenarioError, load_scenarios, parse_scenarios
-from toio_navigator.navigation.planner import PlannerOutput
-from toio_navigator.navigation.planners import make_planner
+from toio_navigator.planners import make_planner
+from toio_navigator.planners.interface import PlannerOutput
 
 PACKAGED = Path(__file__).resolve().parents[2] / 'toio_navigator' / 'data' / 'scenarios.yaml'
 

@@ -12,9 +12,9 @@ from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.bench.scenarios import load_scenarios
 from toio_navigator.bench.trial.profiles import LOADED
 from toio_navigator.bench.trial.runner import run_trial
-from toio_navigator.navigation.contact_guard import WHEEL_COAST_S, guard_caps, in_flight
-from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
-from toio_navigator.navigation.params import NavigatorParams
+from toio_navigator.control.controller import NavigatorSettings, SwarmController
+from toio_navigator.control.guard import WHEEL_COAST_S, guard_caps, in_flight
+from toio_navigator.reference.params import NavigatorParams
 from toio_navigator.units import BODY_RADIUS, WHEEL_TRACK_UNITS
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
 

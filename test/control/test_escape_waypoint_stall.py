@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, overlap_escape
-from toio_navigator.navigation.params import NavigatorParams
+from toio_navigator.control.controller import NavigatorSettings, SwarmController, overlap_escape
+from toio_navigator.reference.params import NavigatorParams
 from toio_navigator.sim.world import World
 
 CUBES = tuple(f'cube{i}' for i in range(1, 9))

@@ -1,4 +1,4 @@
-"""The goal bookkeeping without ROS (navigation/goals.py): pre-emption across interfaces, outcomes with reasons,
+"""The goal bookkeeping without ROS (control/goals.py): pre-emption across interfaces, outcomes with reasons,
 distance and estimated time, and the failure rules (stale, off the mat, blocked) for goals that give up."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from toio_navigator.navigation import goals as g
+from toio_navigator.control import goals as g
 
 
 def book(**policy) -> g.GoalBook:

@@ -1,4 +1,4 @@
-"""SwarmController (navigation/controller.py): the wheels come from the core's reference-exact CubeHandle batch, the
+"""SwarmController (control/controller.py): the wheels come from the core's reference-exact CubeHandle batch, the
 tuned differences are named options, and a tick depends only on its stamps, states and goals (bag replay)."""
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.controller import (
+from toio_navigator.control.controller import (
     NavigatorSettings,
     SwarmController,
     drive_wheels,
     saturate_keep_rotation,
     stamp_seconds,
 )
-from toio_navigator.navigation.cube_handle import CubeHandle
-from toio_navigator.navigation.handle_batch import wheels_batch
-from toio_navigator.navigation.params import CubeHandleParams, Fixes, NavigatorParams
+from toio_navigator.reference.cube_handle import CubeHandle
+from toio_navigator.reference.handle_batch import wheels_batch
+from toio_navigator.reference.params import CubeHandleParams, Fixes, NavigatorParams
 
 T0 = 1_700_000_000_000_000_000          # an epoch stamp, ns: the node's ticks are on the ROS clock
 

@@ -15,10 +15,10 @@ from toio_navigator.cube.connection import CubeConnection
 from toio_navigator.cube.loop_thread import run_bounded, shared_loop
 from toio_navigator.cube.motor_commands import STOP_NOW, MotorCommander, command_timing
 from toio_navigator.cube.pose_gate import PoseGate, mat_pose
-from toio_navigator.cube.sim_transport import SimTransport
 from toio_navigator.cube.target_moves import TargetGoal, TargetMoves, target_bytes
 from toio_navigator.cube.transport import LinkState, TransportError
 from toio_navigator.settings.driver import DriverConfig
+from toio_navigator.sim.transport import SimTransport
 from toio_navigator.sim.virtual_cube import FirmwareParams, VirtualCubes
 from toio_navigator.sim.world import World
 

@@ -44,7 +44,7 @@ def test_only_starts_the_nodes_of_the_named_roles(capsys, monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--only', 'sim,lasers'], 'unknown role lasers (roles: sim, drivers, navigator, explorer)'),
+    (['--only', 'sim,lasers'], 'unknown role lasers (roles: sim, drivers, navigator, explorer, web)'),
     (['--profile', 'real', '--only', 'sim'], 'profile real has no sim node'),
     (['--only', 'explorer'], 'profile sim has no explorer node'),
 ])
@@ -53,9 +53,10 @@ def test_a_role_that_cannot_be_started_is_refused_with_the_reason(capsys, argv, 
     assert message in capsys.readouterr().err
 
 
-def test_the_launch_argument_only_selects_the_same_nodes():
+def launched(arguments: dict) -> list[str]:
+    """The executables sim_bringup.launch.py starts with ``arguments`` (launch argument values)."""
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only machine); the same selection '
-                                             'is tested through toio-nav bringup --only')
+                                             'is tested through toio-nav bringup --only / --web')
     # optional: launch_ros (and launch with it) only exists on ROS machines, the other tests here run without it
     from launch import LaunchContext  # noqa: PLC0415 optional, see above
     from launch.actions import OpaqueFunction  # noqa: PLC0415 optional, see above
@@ -68,9 +69,27 @@ def test_the_launch_argument_only_selects_the_same_nodes():
     context = LaunchContext()
     for action in description.entities:
         action.visit(context)        # declares the arguments (defaults)
-    context.launch_configurations['only'] = 'navigator'
+    context.launch_configurations.update(arguments)
     nodes = []
     for action in description.entities:
         if isinstance(action, OpaqueFunction):
             nodes += action.execute(context) or []
-    assert [n.node_executable for n in nodes] == ['navigator']
+    return [n.node_executable for n in nodes]
+
+
+def test_the_launch_argument_only_selects_the_same_nodes():
+    assert launched({'only': 'navigator'}) == ['navigator']
+
+
+def test_the_launch_argument_web_adds_the_web_console():
+    assert launched({'only': 'navigator', 'web': 'true'}) == ['navigator', 'web_console']
+    assert 'web_console' not in launched({})
+
+
+def test_the_web_console_starts_only_when_asked_for(capsys):
+    everything = started(capsys, [])
+    assert '/web_console' not in everything
+    assert started(capsys, ['--web']) == everything + ['/web_console']
+    assert started(capsys, ['--only', 'web']) == ['/web_console']                   # a laptop beside the lab
+    assert started(capsys, ['--only', 'navigator', '--web']) == ['/navigator', '/web_console']
+    assert started(capsys, ['--profile', 'arena', '--web'])[-2:] == ['/arena_explorer', '/web_console']

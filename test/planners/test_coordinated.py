@@ -19,14 +19,14 @@ from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, load_scenarios
 from toio_navigator.bench.trial.profiles import BLE, LOADED
 from toio_navigator.bench.trial.runner import run_trial
-from toio_navigator.navigation.controller import NavigatorSettings, SwarmController
-from toio_navigator.navigation.coordination import lacam, prioritized, schedule
-from toio_navigator.navigation.coordination.execution import Execution
-from toio_navigator.navigation.coordination.geometry import point_segment_distance
-from toio_navigator.navigation.coordination.graph import AFTER, BEFORE, INVALID, CoordinationGraph, segment_gap
-from toio_navigator.navigation.coordination.lattice import ROW, Lattice
-from toio_navigator.navigation.planners import make_planner
-from toio_navigator.navigation.planners.coordinated import REMAKE_SEEDS, CoordinatedPlanner
+from toio_navigator.control.controller import NavigatorSettings, SwarmController
+from toio_navigator.planners import make_planner
+from toio_navigator.planners.coordinated import lacam, prioritized, schedule
+from toio_navigator.planners.coordinated.execution import Execution
+from toio_navigator.planners.coordinated.geometry import point_segment_distance
+from toio_navigator.planners.coordinated.graph import AFTER, BEFORE, INVALID, CoordinationGraph, segment_gap
+from toio_navigator.planners.coordinated.lattice import ROW, Lattice
+from toio_navigator.planners.coordinated.planner import REMAKE_SEEDS, CoordinatedPlanner
 
 R = 16.5
 PACKAGED = Path(__file__).resolve().parents[2] / 'toio_navigator' / 'data' / 'scenarios.yaml'

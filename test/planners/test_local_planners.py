@@ -10,10 +10,10 @@ import pytest
 from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import Scenario, load_scenarios
 from toio_navigator.cli import main
-from toio_navigator.navigation.planner import SwarmState
-from toio_navigator.navigation.planners import BEST_PLANNER, PLANNERS, make_planner
-from toio_navigator.navigation.planners.common import k_nearest
-from toio_navigator.navigation.planners.orca import OrcaKeepRightPlanner, OrcaPlanner, solve_velocity
+from toio_navigator.planners import BEST_PLANNER, PLANNERS, make_planner
+from toio_navigator.planners.common import k_nearest
+from toio_navigator.planners.interface import SwarmState
+from toio_navigator.planners.orca import OrcaKeepRightPlanner, OrcaPlanner, solve_velocity
 
 OURS = ('sfm', 'ttc', 'vo', 'orca', 'orca_kr')
 SCENARIOS = {s.name: s for s in load_scenarios(

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from toio_navigator.navigation.angles import clip_len, deg2rad, unit, wrap
+from toio_navigator.reference.angles import clip_len, deg2rad, unit, wrap
 
 
 def reference(r):

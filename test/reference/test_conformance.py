@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toio_navigator.navigation import query_cli
+from toio_navigator.reference import query_cli
 
 CASES = sorted((Path(__file__).resolve().parents[1] / 'data' / 'conformance' / 'cases').glob('*.json'))
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from toio_navigator.navigation.cube_handle import CubeHandle, MotorCommand
+from toio_navigator.reference.cube_handle import CubeHandle, MotorCommand
 
 
 def handle(x=250, y=250, deg=0, now=10.0):

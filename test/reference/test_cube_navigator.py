@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.cube_navigator import CubeNavigator
-from toio_navigator.navigation.hlavoid_planner import HLAvoidPlanner
-from toio_navigator.navigation.navigator import NaviResult, Relation
-from toio_navigator.navigation.params import Fixes, NavigatorParams
-from toio_navigator.navigation.planner import SwarmState
+from toio_navigator.planners.interface import SwarmState
+from toio_navigator.planners.reference import HLAvoidPlanner
+from toio_navigator.reference.cube_navigator import CubeNavigator
+from toio_navigator.reference.navigator import NaviResult, Relation
+from toio_navigator.reference.params import Fixes, NavigatorParams
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
 from toio_navigator.units import WHEEL_TRACK_UNITS as W
 

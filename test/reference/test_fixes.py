@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.angles import deg2rad, wrap
-from toio_navigator.navigation.entities import Entity
-from toio_navigator.navigation.navigator import Mode, Navigator
-from toio_navigator.navigation.params import Fixes, NavigatorParams
+from toio_navigator.reference.angles import deg2rad, wrap
+from toio_navigator.reference.entities import Entity
+from toio_navigator.reference.navigator import Mode, Navigator
+from toio_navigator.reference.params import Fixes, NavigatorParams
 
 
 def nav(x, y, deg, mode=Mode.AVOID, **fixes):

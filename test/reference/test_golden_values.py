@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.angles import deg2rad
-from toio_navigator.navigation.entities import Entity, Wall
-from toio_navigator.navigation.navigator import Mode, Navigator
-from toio_navigator.navigation.params import DOUBLE_MAX
+from toio_navigator.reference.angles import deg2rad
+from toio_navigator.reference.entities import Entity, Wall
+from toio_navigator.reference.navigator import Mode, Navigator
+from toio_navigator.reference.params import DOUBLE_MAX
 
 
 def cube(x, y, deg, spd=0.0):

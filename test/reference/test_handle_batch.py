@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.cube_handle import CubeHandle
-from toio_navigator.navigation.handle_batch import move_to_target_batch, wheels_batch
-from toio_navigator.navigation.params import CubeHandleParams
+from toio_navigator.reference.cube_handle import CubeHandle
+from toio_navigator.reference.handle_batch import move_to_target_batch, wheels_batch
+from toio_navigator.reference.params import CubeHandleParams
 
 
 def test_wheels_batch_equals_move():

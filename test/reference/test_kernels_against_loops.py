@@ -11,9 +11,9 @@ import random
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.batch import EgoBatch, PairBatch, empty_pairs
-from toio_navigator.navigation.navigator import navigate
-from toio_navigator.navigation.params import HLAVOID_FOV, NavigatorParams
+from toio_navigator.reference.batch import EgoBatch, PairBatch, empty_pairs
+from toio_navigator.reference.navigator import navigate
+from toio_navigator.reference.params import HLAVOID_FOV, NavigatorParams
 
 PI = math.pi
 

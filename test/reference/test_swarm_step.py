@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from toio_navigator.navigation.entities import Entity, border_walls, walls_array
-from toio_navigator.navigation.navigator import Mode, Navigator, Relation
-from toio_navigator.navigation.params import NavigatorParams
-from toio_navigator.navigation.swarm import neighbour_pairs, swarm_step
+from toio_navigator.reference.entities import Entity, border_walls, walls_array
+from toio_navigator.reference.navigator import Mode, Navigator, Relation
+from toio_navigator.reference.params import NavigatorParams
+from toio_navigator.reference.swarm import neighbour_pairs, swarm_step
 
 
 def random_swarm(n, side, seed):

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_record_and_replay import write_closed_loop_bag
 
+from support.closed_loop_bag import write_closed_loop_bag
 from toio_navigator import cli
-from toio_navigator.bags.replay import ReplayError, navigator_config, stored_parameters
+from toio_navigator.bags.replay import ReplayError, settings_from_parameters, stored_parameters
 from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_mutated_stored_parameters_configure_a_navigator_or_say_why_not(tmp_path
     meta.write_text(yaml.safe_dump(info))
     try:
         parameters = stored_parameters(tmp)
-        navigator_config(parameters, ['cube1', 'cube2'])
+        settings_from_parameters(parameters, ['cube1', 'cube2'])
     except ReplayError as exc:
         assert str(exc)
 

@@ -36,6 +36,7 @@ from toio_navigator.msg import CubeState, NavResult  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / 'test' / 'data' / 'bags' / 'cross2_sqlite3'
+PUBLISHER = REPO / 'test' / 'support' / 'fast_publisher.py'
 
 
 def _start(args: list[str], env: dict, module: bool = True) -> subprocess.Popen:
@@ -193,7 +194,7 @@ def test_a_signal_after_10000_messages_leaves_a_finalised_bag(child_env, tmp_pat
     flushed data file holds more than 10,000 messages; the bag must be finalised and say so."""
     out = tmp_path / 'fast'
     data_file = out / f'fast.{"mcap" if storage == "mcap" else "db3"}'
-    pub = _start([str(REPO / 'test' / 'support' / 'fast_publisher.py'), '4'], child_env, module=False)
+    pub = _start([str(PUBLISHER), '4'], child_env, module=False)
     rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS, '-o', str(out), '-s', storage, '--navigator', ''],
                  child_env)
     # more than 150 bytes per message on disk is more than any CubeState record takes: 10,000 are there
@@ -217,7 +218,7 @@ def test_a_stop_beside_a_busy_and_a_quiet_topic_finalises_at_once(child_env, tmp
     must not keep it from seeing that a quiet one (a goal sent once) has nothing more: it finalises at once, not
     after giving up (the demo under load once lost its bag so: its recorder was killed while waiting)."""
     out = tmp_path / 'busy_quiet'
-    pub = _start([str(REPO / 'test' / 'support' / 'fast_publisher.py'), '2', str(2**62), 'quiet'], child_env, module=False)
+    pub = _start([str(PUBLISHER), '2', str(2**62), 'quiet'], child_env, module=False)
     rec = _start(['toio_navigator.cli', 'record', *FAST_TOPICS[:2], '/fast/quiet/state', '-o', str(out),
                   '--navigator', ''], child_env)
     # the quiet topic's publisher exists before the busy ones publish: discovered by then

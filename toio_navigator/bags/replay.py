@@ -5,7 +5,7 @@ Offline, through the core (no rclpy; bags are read with rosbags): every recorded
 bag's ``<cube>/state`` messages, or, when the recorder lost that state, the copy the NavResult carries in its
 ``state_*`` fields; and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed, tolerance, so
 goals sent through the ``navigator/set_goal`` service replay too), then a
-:class:`~toio_navigator.navigation.controller.SwarmController` steps at the tick stamp (``header.stamp``) and its
+:class:`~toio_navigator.control.controller.SwarmController` steps at the tick stamp (``header.stamp``) and its
 decision is compared field by field, within tolerances, with the recorded NavResult and MotorCommand. The
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
 divergence names the time, topic, field and both values.
@@ -30,10 +30,10 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 
 from toio_navigator.bags.repair import diagnose
+from toio_navigator.control.controller import NavigatorSettings, SwarmController, stamp_seconds
 from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
 from toio_navigator.launching.profiles import config_dir
-from toio_navigator.navigation.controller import NavigatorSettings, SwarmController, stamp_seconds
-from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.reference.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.navigator import (
     SETTING_PARAMETERS,
     apply_reference_parameter,
@@ -337,7 +337,7 @@ def parse_override(text: str) -> tuple[str, object]:
         raise ReplayError(f'{exc}') from None
 
 
-def navigator_config(parameters: dict, cubes: list[str], overrides: dict | None = None):
+def settings_from_parameters(parameters: dict, cubes: list[str], overrides: dict | None = None):
     """(NavigatorSettings, NavigatorParams, CubeHandleParams) from flat ROS parameters plus overrides.
 
     Unknown override names are an error (a typo must not silently replay the unchanged navigator)."""
@@ -697,5 +697,5 @@ def replay_bag(bag: str | Path, *, parameter_files=(), overrides: dict | None = 
         rec.notes.append('the bag holds no navigator parameters; used config/navigator.yaml')
         parameters['cubes'] = list(rec.cubes)      # navigator.yaml lists a placeholder cube
     parameters = {k: v for k, v in parameters.items() if k not in NODE_ONLY_PARAMETERS}
-    settings, params, handle = navigator_config(parameters, rec.cubes, overrides)
+    settings, params, handle = settings_from_parameters(parameters, rec.cubes, overrides)
     return replay_recording(rec, settings, params, handle, tolerances=tolerances, keep=keep)

@@ -19,7 +19,7 @@ import numpy as np
 
 from toio_navigator.bench.runner import run_scenario
 from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
-from toio_navigator.navigation.planners import PLANNERS, make_planner
+from toio_navigator.planners import PLANNERS, make_planner
 
 DEFAULT_SCENARIOS = Path(__file__).resolve().parent.parent / 'data' / 'scenarios.yaml'
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toio_navigator.navigation.planners.common import pairs_within
+from toio_navigator.planners.common import pairs_within
 
 #: keys of the per-scenario JSON object, in the order of docs/metrics.md §8
 REPORT_KEYS = (

@@ -19,7 +19,7 @@ import numpy as np
 
 from toio_navigator.bench.metrics import MetricSetup, b0_kernel, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
-from toio_navigator.navigation.planner import SwarmState
+from toio_navigator.planners.interface import SwarmState
 from toio_navigator.units import MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT, WHEEL_TRACK_UNITS
 
 MODELS = ('holonomic', 'diff_drive')

@@ -68,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--only', default='', metavar='ROLES',
                         help=f'start only these roles, comma-separated ({", ".join(ROLES)}): one host\'s share '
                              'on a lab network, e.g. --only sim,drivers beside the cubes, --only navigator elsewhere')
+    parser.add_argument('--web', action='store_true',
+                        help='also start the web console (the page\'s address is in its log line; '
+                             '-p port:=N, -p lab_network:=true; docs/web_console.md)')
     parser.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
     parser.add_argument('--dry-run', action='store_true', help='print the commands and exit')
     parser.add_argument('--ros-args', dest='ros_args', nargs=argparse.REMAINDER, default=[], help=OVERRIDE_HELP)

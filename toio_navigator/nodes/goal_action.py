@@ -7,7 +7,7 @@ and the one path every goal takes into the controller (so any newer goal pre-emp
           estimated time), a result with an outcome and a reason; cancelling stops the cube
 
 The goal bookkeeping (pre-emption, progress, failure rules, outcomes) is the ROS-free
-:class:`~toio_navigator.navigation.goals.GoalBook`; this module only turns messages into its calls and its
+:class:`~toio_navigator.control.goals.GoalBook`; this module only turns messages into its calls and its
 results into messages. Goals are positions: the controller steers cubes to points, so a pose's orientation is not
 followed (docs/goals.md).
 
@@ -27,9 +27,9 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from toio_navigator.action import NavigateToPose
+from toio_navigator.control import goals as core
+from toio_navigator.control.controller import AWAY, STOP, TOWARDS, SwarmController
 from toio_navigator.msg import NavGoal
-from toio_navigator.navigation import goals as core
-from toio_navigator.navigation.controller import AWAY, STOP, TOWARDS, SwarmController
 from toio_navigator.nodes import conversions
 from toio_navigator.settings.navigator import Frames
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT

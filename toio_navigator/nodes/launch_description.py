@@ -29,8 +29,8 @@ def launch_description(profile: str):
     """The launch_ros LaunchDescription of a profile (launch/*.launch.py call this; needs launch_ros).
 
     Arguments: ``params_file`` (extra YAML applied last), ``rviz`` (true: also start rviz2 with the profile's
-    :func:`rviz_file`), ``only`` (roles of this host, e.g. ``sim,drivers``; '' = every node) and, for the
-    ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
+    :func:`rviz_file`), ``web`` (true: also start the web console), ``only`` (roles of this host, e.g.
+    ``sim,drivers``; '' = every node) and, for the ``arena`` profile, ``layout`` (the arena layout mat_sim senses)."""
     def nodes(context):
         files = [str(p) for p in profile_files(profile)]
         extra = LaunchConfiguration('params_file').perform(context)
@@ -39,8 +39,9 @@ def launch_description(profile: str):
         layout = LaunchConfiguration('layout').perform(context) if profile == 'arena' else ''
         cubes = read_cubes([Path(f) for f in files])
         only = parse_roles(LaunchConfiguration('only').perform(context), profile)
+        web = LaunchConfiguration('web').perform(context).lower() in ('true', '1', 'yes')
         launched = []
-        for spec, ns in plan(profile, cubes, only):
+        for spec, ns in plan(profile, cubes, only, web):
             params = list(files)
             if layout and spec.executable == 'mat_sim':
                 params.append({'arena_layout': str(Path(layout).resolve())})
@@ -54,6 +55,8 @@ def launch_description(profile: str):
     arguments = [
         DeclareLaunchArgument('params_file', default_value='', description='extra parameter YAML, applied last'),
         DeclareLaunchArgument('rviz', default_value='false', description='also start rviz2'),
+        DeclareLaunchArgument('web', default_value='false', description='also start the web console '
+                              '(docs/web_console.md)'),
         DeclareLaunchArgument('only', default_value='',
                               description=f'start only these roles, comma-separated ({", ".join(ROLES)}); '
                                           '"" = every node of the profile'),

@@ -1,5 +1,5 @@
 """``navigator/markers``: the swarm as rviz markers (cubes, names, avoidance margins, waypoints, goals, scan rays,
-walls and the mat), built from a :class:`~toio_navigator.navigation.controller.SwarmController`'s latest tick.
+walls and the mat), built from a :class:`~toio_navigator.control.controller.SwarmController`'s latest tick.
 Every mat position goes through :mod:`toio_navigator.nodes.conversions` (metres, y up, frame ``mat``)."""
 from __future__ import annotations
 

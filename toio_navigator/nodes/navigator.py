@@ -9,7 +9,7 @@ Actions: ``<cube>/navigate_to_pose`` (NavigateToPose: feedback, result with a re
 Every goal, whichever way it comes, pre-empts the cube's previous one (:mod:`toio_navigator.nodes.goal_action`).
 
 This module only translates: ROS parameters <-> :class:`NavigatorSettings` and the core's parameter dataclasses
-(:mod:`toio_navigator.settings.navigator`, no rclpy), messages <-> :class:`~toio_navigator.navigation.controller.
+(:mod:`toio_navigator.settings.navigator`, no rclpy), messages <-> :class:`~toio_navigator.control.controller.
 SwarmController` calls (no rclpy there either). Each tick is stamped once on the ROS clock; the controller steps
 at that stamp with the states' own header stamps, and every NavResult carries the tick stamp, the stamp of the
 state used and the goal pursued, so a bag of the inputs and NavResults replays the tick exactly
@@ -24,8 +24,8 @@ import time
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
+from toio_navigator.control.controller import STOP, SwarmController, stamp_seconds
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
-from toio_navigator.navigation.controller import STOP, SwarmController, stamp_seconds
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.markers import navigator_markers

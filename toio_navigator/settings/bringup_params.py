@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toio_navigator.input_files import InputError, load_yaml, read_text
-from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir
+from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir, web_console
 from toio_navigator.settings.spec import ParamSet, SettingError
 
 #: every node of the package by executable name, with its parameters
 NODE_PARAMS: dict[str, ParamSet] = {
     'mat_sim': mat_sim.PARAMS, 'cube_driver': driver.PARAMS, 'navigator': navigator.PARAMS,
-    'arena_explorer': arena_explorer.PARAMS, 'virtual_ir': virtual_ir.PARAMS,
+    'arena_explorer': arena_explorer.PARAMS, 'virtual_ir': virtual_ir.PARAMS, 'web_console': web_console.PARAMS,
 }
 #: parameters every rclpy node has (not in our specs; ROS checks them)
 ROS_PARAMS = ('use_sim_time', 'start_type_description_service')

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from toio_navigator.navigation.controller import MODES, SATURATIONS, NavigatorSettings, planner_names
-from toio_navigator.navigation.goals import GoalPolicy
-from toio_navigator.navigation.params import CubeHandleParams, NavigatorParams
+from toio_navigator.control.controller import MODES, SATURATIONS, NavigatorSettings, planner_names
+from toio_navigator.control.goals import GoalPolicy
+from toio_navigator.reference.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.spec import FLOATS, STRINGS, Param, ParamSet, SettingError
 from toio_navigator.units import FRAME_ID, MOTOR_MAX
 

@@ -34,7 +34,7 @@ from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.navigation.planners import make_planner  # noqa: E402
+from toio_navigator.planners import make_planner  # noqa: E402
 
 TARGET_MS = {16: 5.0, 64: 50.0}       # issue 13: navigator step median at 16 and 64 cubes
 BASELINE = 'orca_kr'

@@ -31,7 +31,7 @@ from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import ClosedLoop  # noqa: E402
-from toio_navigator.navigation.planners.coordinated import CoordinatedParams, CoordinatedPlanner  # noqa: E402
+from toio_navigator.planners.coordinated.planner import CoordinatedParams, CoordinatedPlanner  # noqa: E402
 
 SCENARIOS = 'circle_swap_32,circle_swap_64,random_mat_d20_s1,random_mat_d20_s2,random_mat_d20_s3'
 LIMIT_FACTOR = 3.0

@@ -23,11 +23,11 @@ import time
 
 import numpy as np
 
-from toio_navigator.navigation.batch import EgoBatch, PairBatch
-from toio_navigator.navigation.entities import border_walls, walls_array
-from toio_navigator.navigation.navigator import navigate
-from toio_navigator.navigation.params import NavigatorParams
-from toio_navigator.navigation.swarm import swarm_step
+from toio_navigator.reference.batch import EgoBatch, PairBatch
+from toio_navigator.reference.entities import border_walls, walls_array
+from toio_navigator.reference.navigator import navigate
+from toio_navigator.reference.params import NavigatorParams
+from toio_navigator.reference.swarm import swarm_step
 
 RADIUS = 16.5
 

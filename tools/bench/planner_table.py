@@ -36,9 +36,9 @@ from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.navigation.controller import NavigatorSettings  # noqa: E402
-from toio_navigator.navigation.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
-from toio_navigator.navigation.planners.coordinated import CoordinatedParams  # noqa: E402
+from toio_navigator.control.controller import NavigatorSettings  # noqa: E402
+from toio_navigator.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
+from toio_navigator.planners.coordinated.planner import CoordinatedParams  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
@@ -444,7 +444,7 @@ def coordinated_section() -> list[str]:
         'A local planner reacts to what is near and cannot promise arrival: in a corridor one cube wide, a',
         'doorway or a U-shaped trap its best move is to wait, or to head for the goal, for ever. The navigator sees',
         f'every cube, so `{COORDINATED}` plans for the whole swarm at once and then carries the plan out in a way no',
-        'timing can break (`navigation/coordination`).',
+        'timing can break (`planners/coordinated`).',
         '',
         '1. **A graph of the mat.** The usable area becomes a lattice of rows at least one pair distance D apart',
         '   (D = 2r + margin) with vertices D / (√3/2) apart along each row, every other row offset by half of',

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.cube.sim_transport import sim_transports  # noqa: E402
+from toio_navigator.sim.transport import sim_transports  # noqa: E402
 from toio_navigator.sim.virtual_cube import VirtualCubes  # noqa: E402
 from toio_navigator.sim.world import World, grid_poses  # noqa: E402
 

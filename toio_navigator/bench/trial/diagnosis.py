@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from toio_navigator.bench.scenarios import Scenario
-from toio_navigator.navigation.planners.common import pairs_within
+from toio_navigator.planners.common import pairs_within
 
 WINDOW_S = 3.0          # the stretch at the end of a run that progress is judged on
 PROGRESS = 10.0         # mat units closer to the goal over that stretch = still progressing

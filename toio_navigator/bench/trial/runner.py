@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 # the node's settings helpers live with the replay, which rebuilds the node's configuration the same way
-from toio_navigator.bags.replay import default_parameter_files, navigator_config, read_parameter_files
+from toio_navigator.bags.replay import default_parameter_files, read_parameter_files, settings_from_parameters
 from toio_navigator.bench.metrics import MetricSetup, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
 from toio_navigator.bench.trial.diagnosis import diagnose
@@ -37,8 +37,8 @@ from toio_navigator.bench.trial.link import (
     PositionFeed,
 )
 from toio_navigator.bench.trial.profiles import TimingProfile, streams
+from toio_navigator.control.controller import LINK_CONNECTED, TOWARDS, SwarmController
 from toio_navigator.cube import protocol as pr
-from toio_navigator.navigation.controller import LINK_CONNECTED, TOWARDS, SwarmController
 from toio_navigator.settings.driver import PARAMS as DRIVER_PARAMS
 from toio_navigator.sim.mats import Mat
 from toio_navigator.sim.virtual_cube import VirtualCubes
@@ -97,7 +97,7 @@ def navigator_setup(scenario: Scenario, placement: Placement, planner: str, over
     if len(border) == 5:
         task['border'] = [border[0], *(np.asarray(border[1:], float) + shift).tolist()]
     parameters.update(task)
-    settings, params, handle = navigator_config(parameters, cubes, overrides)
+    settings, params, handle = settings_from_parameters(parameters, cubes, overrides)
     settings.body_radius = scenario.agent_radius
     (hx0, hx1), (hy0, hy1) = handle.border_x, handle.border_y
     handle = replace(handle, border_x=(hx0 + shift[0], hx1 + shift[1]), border_y=(hy0 + shift[2], hy1 + shift[3]))
