@@ -244,7 +244,8 @@ class CubeConnection:
             version = await self._query_version()
             for data in self.config.configuration_writes(p.parse_version(version), self.supports):
                 await t.write(p.Characteristic.CONFIGURATION, data)
-            if firmware.CONNECTION_INTERVAL.available(p.parse_version(version)):     # for the diagnostics
+            if self.config.transport == 'ble' and firmware.CONNECTION_INTERVAL.available(p.parse_version(version)):
+                # the interval the central gave this link, for the diagnostics (a simulated link has none)
                 await t.write(p.Characteristic.CONFIGURATION, p.ConfigWrite.request_connection_interval(True).encode())
             for char in READ_AFTER_CONNECT:
                 try:
