@@ -20,7 +20,7 @@ __all__ = ['ANY_CUBE', 'PARAMS', 'ConfigError', 'DriverConfig']
 
 #: the driver's name for a bad parameter (older imports)
 ConfigError = SettingError
-#: reconnect delays vary by this share, so drivers that failed together (one busy adapter) do not retry together
+#: BLE reconnect delays vary by this share, so drivers that failed together (one busy adapter) do not retry together
 RECONNECT_JITTER = 0.25
 
 _CONDITIONS = {'always': ID_ALWAYS, 'on_change': ID_ON_CHANGE, 'balanced': ID_BALANCED}
@@ -191,7 +191,8 @@ class DriverConfig:
             raise SettingError('ble_adapter', str(exc)) from None
         backoff = BackoffPolicy(initial_s=v['reconnect_initial_s'], max_delay_s=v['reconnect_max_s'],
                                 max_attempts=v['reconnect_max_attempts'] or None,
-                                connect_timeout_s=v['connect_timeout_s'], jitter=RECONNECT_JITTER)
+                                connect_timeout_s=v['connect_timeout_s'],
+                                jitter=RECONNECT_JITTER if v['transport'] == 'ble' else 0.0)
         return cls(
             cube=cube, transport=v['transport'], ble_name=v['ble_name'], ble_address=v['ble_address'],
             ble_adapters=adapters, ble_scan_timeout_s=v['ble_scan_timeout_s'],
