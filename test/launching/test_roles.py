@@ -38,6 +38,7 @@ def test_only_starts_the_nodes_of_the_named_roles(capsys, monkeypatch, tmp_path)
         ['/cube1/cube_driver', '/cube2/cube_driver']
     # the real profile's default: the drivers of each adapter in one process (here, no BlueZ: all in one)
     assert started(capsys, ['--profile', 'real', '--only', 'drivers']) == ['/cube_driver_group']
+    assert started(capsys, ['--only', 'sim,drivers', '--driver-processes', 'one']) == ['/mat_sim', '/cube_driver_group']
     # every host of a lab together starts exactly what one machine would
     together = started(capsys, ['--only', 'sim,drivers']) + started(capsys, ['--only', 'navigator'])
     assert sorted(together) == sorted(started(capsys, []))

@@ -18,8 +18,8 @@ from toio_navigator.cube.ble_adapters import AdapterState, bluez_adapters, parse
 from toio_navigator.cube.transport import TransportError
 from toio_navigator.settings.bringup_params import Instance, node_values
 
-#: how a bringup runs its cube drivers
-DRIVER_PROCESSES = ('per-cube', 'per-adapter')
+#: how a bringup runs its cube drivers: a process each, one per adapter, or all of them in one process
+DRIVER_PROCESSES = ('per-cube', 'per-adapter', 'one')
 GROUP_MODULE = 'toio_navigator.nodes.cube_driver_group'
 
 

@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument('--single', dest='single', action='store_true', help='all nodes in this process')
     parser.add_argument('--driver-processes', choices=DRIVER_PROCESSES, default=None,
                         help='with --processes: one process per cube driver (the default of the sim and arena '
-                             'profiles), or the drivers of each Bluetooth adapter in one process (the default of '
-                             'the real profile; docs/ble_protocol.md says why)')
+                             'profiles), the drivers of each Bluetooth adapter in one process (the default of '
+                             'the real profile; docs/ble_protocol.md says why), or every driver in one process')
     parser.add_argument('--only', default='', metavar='ROLES',
                         help=f'start only these roles, comma-separated ({", ".join(ROLES)}): one host\'s share '
                              'on a lab network, e.g. --only sim,drivers beside the cubes, --only navigator elsewhere')
@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     driver_processes = args.driver_processes or ('per-adapter' if args.profile == 'real' else 'per-cube')
     if driver_processes == 'per-adapter' and not args.single:
         nodes = _group_drivers(ready)
+    elif driver_processes == 'one' and not args.single:
+        nodes, _pins = plan_groups(ready.nodes, ready.files, ready.routed, None)
     with tempfile.TemporaryDirectory(prefix='toio_nav_bringup_') as tmp:
         if ready.routed:
             overrides = Path(tmp) / 'overrides.yaml'
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 print('\n'.join(f'# {line}' for line in overrides.read_text().splitlines()))
             return 0
         how = 'one process' if args.single else 'one process per node' if len(nodes) == len(ready.nodes) else \
-            'the drivers of each adapter in one process'
+            f'the drivers in {sum(spec.role == "drivers" for spec, _ns in nodes)} process(es)'
         print(f'bringup ({args.profile}, {how}): {len(ready.nodes)} nodes for cubes {", ".join(ready.cubes)}',
               flush=True)
         for instance, values in ready.routed.items():
