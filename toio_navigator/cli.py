@@ -32,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
     'fake-bluez': ('toio_navigator.sim.bluez.cli',
                    'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
+    'ble-check': ('toio_navigator.ble_check_cli',
+                  'the radio before a bringup: adapters, their links, the cubes heard, how a parameter file spreads'),
     'rviz-config': ('toio_navigator.nodes.rviz_config', 'write the rviz2 config for the cubes of a bringup'),
 }
 

@@ -30,11 +30,15 @@ def started(capsys, argv) -> list[str]:
     return out
 
 
-def test_only_starts_the_nodes_of_the_named_roles(capsys):
+def test_only_starts_the_nodes_of_the_named_roles(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv('DBUS_SYSTEM_BUS_ADDRESS', f'unix:path={tmp_path}/none')     # no BlueZ to plan with
     assert started(capsys, ['--only', 'sim,drivers']) == ['/mat_sim'] + [f'/{c}/cube_driver' for c in CUBES]
     assert started(capsys, ['--only', 'navigator']) == ['/navigator']
-    assert started(capsys, ['--profile', 'real', '--only', 'drivers']) == ['/cube1/cube_driver',
-                                                                          '/cube2/cube_driver']
+    assert started(capsys, ['--profile', 'real', '--only', 'drivers', '--driver-processes', 'per-cube']) == \
+        ['/cube1/cube_driver', '/cube2/cube_driver']
+    # the real profile's default: the drivers of each adapter in one process (here, no BlueZ: all in one)
+    assert started(capsys, ['--profile', 'real', '--only', 'drivers']) == ['/cube_driver_group']
+    assert started(capsys, ['--only', 'sim,drivers', '--driver-processes', 'one']) == ['/mat_sim', '/cube_driver_group']
     # every host of a lab together starts exactly what one machine would
     together = started(capsys, ['--only', 'sim,drivers']) + started(capsys, ['--only', 'navigator'])
     assert sorted(together) == sorted(started(capsys, []))

@@ -23,7 +23,7 @@ from std_msgs.msg import ColorRGBA  # noqa: E402
 
 from conftest import spin_until  # noqa: E402
 from toio_navigator import units  # noqa: E402
-from toio_navigator.cube import ble_transport, firmware  # noqa: E402
+from toio_navigator.cube import ble_adapters, ble_transport, firmware  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.cube.transport import LinkState  # noqa: E402
 from toio_navigator.nodes import conversions  # noqa: E402
@@ -417,6 +417,10 @@ def test_ble_transport_scans_connects_and_after_a_lost_link_reconnects_and_recon
         return [ble_transport.FoundCube(cube.address, cube.name, -61, cube)]
     monkeypatch.setattr(ble_transport, 'scan', fake_scan)
     monkeypatch.setattr(ble_transport, 'bleak_client_factory', lambda adapter=None, timeout_s=10.0: FakeBleak)
+
+    async def one_adapter():
+        return [ble_adapters.AdapterState('hci0', 0)]
+    monkeypatch.setattr(ble_adapters, 'bluez_adapters', one_adapter)
     driver = CubeDriverNode(namespace='cube1', context=ros, parameter_overrides=[
         Parameter('transport', value='ble'), Parameter('ble_name', value=cubes[0].name[-3:]),
         Parameter('reconnect_initial_s', value=0.05)])

@@ -173,3 +173,20 @@ def test_the_checker_finds_a_circle_and_resolves_relative_imports(tmp_path):
     assert graph['toio_navigator.d'] == {'toio_navigator.sub.a'}
     assert cycles(graph) == [['toio_navigator.sub.a', 'toio_navigator.sub.b', 'toio_navigator.sub.c',
                               'toio_navigator.sub.a']]
+
+
+def test_the_cube_and_the_simulator_import_neither_settings_nor_nodes():
+    """cube/ (the link, the codec, the transports) and sim/ (the simulator, the virtual BlueZ) are the core: the
+    settings and the nodes pass values down to them, never the other way round (directly or through others)."""
+    graph = import_graph()
+
+    def reached(module: str) -> set[str]:
+        seen, todo = set(), [module]
+        while todo:
+            for target in graph[todo.pop()] - seen:
+                seen.add(target)
+                todo.append(target)
+        return seen
+    upward = {m: sorted(t for t in reached(m) if t.startswith(('toio_navigator.settings', 'toio_navigator.nodes')))
+              for m in graph if m.startswith(('toio_navigator.cube', 'toio_navigator.sim'))}
+    assert not {m: t for m, t in upward.items() if t}, upward
