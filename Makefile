@@ -129,6 +129,7 @@ ros-tools-absent:
 # was tried: two process-heavy files side by side then starved each other's simulators.)
 test: install $(ROS_TOOLS_STEP)
 	ruff check .
+	@command -v chromium >/dev/null || echo "make test: no chromium: the browser tests are skipped (as root: apt-get install chromium)"
 	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).
@@ -136,7 +137,7 @@ demo: install
 	toio-nav demo
 
 # Benchmarks (not part of the test command): ratios against a baseline measured in the same run.
-BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency
+BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency ble_air
 bench: install
 	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
 

@@ -45,7 +45,7 @@ def test_a_section_for_no_node_of_the_package_is_a_warning(tmp_path):
 
 @pytest.mark.parametrize('profile, given, configurations, reason', [
     ('sim', {}, {'cubes': '[a]'}, 'cubes:=[a]: a node parameter, not an argument of the sim launch file (its '
-     'arguments: only, params_file, rviz; see --show-args)'),
+     'arguments: only, params_file, rviz, web; see --show-args)'),
     ('arena', {}, {'planner': 'orca', 'rate_hz': '5'}, 'planner:=orca, rate_hz:=5: a node parameter'),
     ('sim', {'only': 'lasers'}, {}, 'only:=lasers: unknown role lasers'),
     ('real', {'only': 'drivers,sim'}, {}, 'only:=drivers,sim: profile real has no sim node'),

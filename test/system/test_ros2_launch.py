@@ -46,10 +46,10 @@ def mistakes(tmp_path):
     bad_value.write_text('navigator:\n  ros__parameters:\n    rate_hz: -5.0\n')
     cases = [
         ('sim_bringup.launch.py cubes:=bogus', 'cubes:=bogus: a node parameter, not an argument of the sim launch '
-         'file (its arguments: only, params_file, rviz; see --show-args). Set node parameters in a YAML file given '
-         'as params_file:=FILE'),
+         'file (its arguments: only, params_file, rviz, web; see --show-args). Set node parameters in a YAML file '
+         'given as params_file:=FILE'),
         ('sim_bringup.launch.py only:=sim,lasers', 'only:=sim,lasers: unknown role lasers (roles: sim, drivers, '
-         'navigator, explorer)'),
+         'navigator, explorer, web)'),
         ('sim_bringup.launch.py params_file:=nowhere.yaml', 'params_file:=nowhere.yaml: no such file'),
         (f'sim_bringup.launch.py params_file:={bad_value}', f"params_file: {bad_value}: section 'navigator': "
          'navigator: parameter rate_hz: must be a finite number 0.1..1000, got -5.0'),

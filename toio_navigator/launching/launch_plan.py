@@ -39,6 +39,7 @@ class LaunchArgument:
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('params_file', '', 'extra parameter YAML, applied last (checked by the nodes\' rules first)'),
     LaunchArgument('rviz', 'false', "true: also start rviz2 with the profile's configuration (needs rviz2)"),
+    LaunchArgument('web', 'false', 'true: also start the web console (docs/web_console.md)'),
     LaunchArgument('only', '', f'start only these roles, comma-separated ({", ".join(ROLES)}); '
                                '"" = every node of the profile'),
     LaunchArgument('layout', '', 'arena layout JSON (toio-arena-layout/1) that mat_sim senses', ('arena',)),
@@ -102,8 +103,9 @@ def make_plan(profile: str, values: Mapping[str, str], configurations: Mapping[s
     except BringupError as exc:
         raise LaunchError(str(exc)) from None
     layout = _layout(values.get('layout', '')) if profile == 'arena' else ''
+    web = _flag('web', values.get('web', 'false'))
     nodes = []
-    for spec, ns in plan(profile, cubes, only):
+    for spec, ns in plan(profile, cubes, only, web):
         params: list = [str(p) for p in files]
         if layout and spec.executable == 'mat_sim':
             params.append({'arena_layout': layout})

@@ -92,6 +92,7 @@ class CubeDriverNode(LeanNode):
         self.state_topics = DriverState(self, self, self.features, self.counts)
         self._handlers: dict[type, Callable] = {
             p.ProtocolVersion: lambda note: self.connection.version_answered(note.version),
+            p.CurrentConnectionInterval: lambda note: self.connection.interval_reported(note.interval_1250us),
             **self.state_topics.handlers(), **self.features.handlers(), **self.moves.handlers()}
         self.parameters.on_change(self._apply_parameters)
         self._publish_link_status()
@@ -99,7 +100,7 @@ class CubeDriverNode(LeanNode):
 
     def _find_cube(self) -> Awaitable[FoundLink]:
         """A BLE driver's cube, claimed for this node (see toio_navigator.cube.ble_finder)."""
-        return open_ble_transport(self.config, self.get_fully_qualified_name())
+        return open_ble_transport(self.config.ble_target(), self.get_fully_qualified_name())
 
     def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
         """A run-time change (only motor, pose-gate, light, sound and move_to_pose parameters may change): the

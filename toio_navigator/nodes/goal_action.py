@@ -34,7 +34,8 @@ from rclpy.task import Future
 
 from toio_navigator.action import NavigateToPose
 from toio_navigator.control import goals as core
-from toio_navigator.control.controller import AWAY, STOP, TOWARDS, SwarmController
+from toio_navigator.control.controller import SwarmController
+from toio_navigator.control.goals import AWAY, STOP, TOWARDS
 from toio_navigator.msg import NavGoal
 from toio_navigator.nodes import conversions
 from toio_navigator.settings.navigator import Frames

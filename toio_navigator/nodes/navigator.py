@@ -25,7 +25,8 @@ from rclpy.duration import Duration
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
-from toio_navigator.control.controller import STOP, SwarmController, stamp_seconds
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.goals import STOP
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.lean_node import LeanNode
@@ -82,13 +83,8 @@ class NavigatorNode(LeanNode):
     def _apply_parameters(self, values: dict, changed: set[str]) -> None:
         """A run-time change: the whole configuration is rebuilt by the start-up rules, then put into effect."""
         config = navigator_config(values)
-        c = self.controller
-        old_rate = c.settings.rate_hz
-        if config.settings.planner != c.settings.planner:
-            c.set_planner(config.settings.planner)
-        c.settings = config.settings
-        c.walls = config.settings.wall_rows()
-        c.params, c.handle = config.params, config.handle
+        old_rate = self.controller.settings.rate_hz
+        self.controller.reconfigure(config)
         self.markers_every, self.tick_on_fresh = config.markers_every, config.tick_on_fresh_states
         self.goals.set_policy(config.goals)
         if config.settings.rate_hz != old_rate:
