@@ -19,13 +19,11 @@ KNOWN_LONG = {
     'toio_navigator/planners/coordinated/planner.py::CoordinatedPlanner.step': 'planner engineer, issue 53',
     'toio_navigator/planners/coordinated/planner.py::CoordinatedPlanner._drive': 'planner engineer, issue 53',
     'toio_navigator/planners/coordinated/lacam.py::search': 'planner engineer, issue 53',
-    # the BLE scan moves to cube/ble_scan.py with the adapters' rework: the radio engineer (issue 54) shortens it
-    'toio_navigator/cube/ble_transport.py::scan': 'radio engineer, issue 54',
-    # the generator of docs/planners.md's tables changes with the coordinated planner: the planner engineer
+    # the generator of docs/planners.md's tables changes with the compute-charged trials: the trials engineer
     # (issue 53) splits it
-    'tools/bench/planner_table.py': 'planner engineer, issue 53',
-    'tools/bench/planner_table.py::main': 'planner engineer, issue 53',
-    'tools/bench/planner_table.py::coordinated_section': 'planner engineer, issue 53',
+    'tools/bench/planner_table.py': 'trials engineer, issue 53',
+    'tools/bench/planner_table.py::main': 'trials engineer, issue 53',
+    'tools/bench/planner_table.py::coordinated_section': 'trials engineer, issue 53',
 }
 
 
