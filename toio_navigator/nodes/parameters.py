@@ -65,7 +65,7 @@ class NodeParameters:
             declared = node.declare_parameter(p.name, p.ros_default(), ParameterDescriptor(dynamic_typing=True))
             self.values[p.name] = p.check(declared.value)
             typed = typed_parameter(p, self.values[p.name])
-            if typed.type_ != declared.type_:        # YAML's `rate_hz: 20` is stored as 20.0
+            if typed is not None and typed.type_ != declared.type_:        # YAML's `rate_hz: 20` is stored as 20.0
                 node.set_parameters([typed])
             node.set_descriptor(p.name, descriptor(p))
         node.add_pre_set_parameters_callback(self._typed)
@@ -76,10 +76,10 @@ class NodeParameters:
         for change in changes:
             p = self.params.get(change.name)
             try:
-                typed = typed_parameter(p, p.check(change.value)) if p is not None else change
+                typed = typed_parameter(p, p.check(change.value)) if p is not None else None
             except SettingError:
-                typed = change                  # refused with the parameter's own message by on_change
-            out.append(typed if typed.type_ != change.type_ else change)
+                typed = None                    # refused with the parameter's own message by on_change
+            out.append(typed if typed is not None and typed.type_ != change.type_ else change)
         return out
 
     def on_change(self, apply: Callable[[dict[str, object], set[str]], None]) -> None:
@@ -106,6 +106,8 @@ class NodeParameters:
         self.node.add_on_set_parameters_callback(callback)
 
 
-def typed_parameter(p: Param, value) -> Parameter:
-    """A checked value as a Parameter of ``p``'s own ROS type (lists as lists)."""
-    return Parameter(p.name, _TYPE[p.kind], list(value) if isinstance(value, tuple) else value)
+def typed_parameter(p: Param, value) -> Parameter | None:
+    """A checked value as a Parameter of ``p``'s own ROS type (lists as lists); None for a kind of no single ROS
+    type (TEXTS: a string or a list of strings), which keeps the type it was given."""
+    kind = _TYPE.get(p.kind)
+    return None if kind is None else Parameter(p.name, kind, list(value) if isinstance(value, tuple) else value)
