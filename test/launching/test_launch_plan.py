@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toio_navigator.launching.launch_plan import LaunchError, launch_arguments, make_plan
+from toio_navigator.launching.launch_plan import SAMPLE_LAYOUT, LaunchError, launch_arguments, make_plan
 from toio_navigator.launching.profiles import config_dir, plan, profile_files, read_cubes
 
 DEFAULTS = {a.name: a.default for a in launch_arguments('arena')}
@@ -22,7 +22,8 @@ def test_the_defaults_start_the_bringup_table_from_the_profile_files(profile):
     files = tuple(str(p) for p in profile_files(profile))
     expected = plan(profile, read_cubes(profile_files(profile)))
     assert [(n.executable, n.namespace) for n in launch.nodes] == [(s.executable, ns) for s, ns in expected]
-    assert all(n.parameters == files for n in launch.nodes)
+    assert all(n.parameters[:len(files)] == files for n in launch.nodes)
+    assert all(n.parameters == files for n in launch.nodes if n.executable != 'mat_sim' or profile != 'arena')
     assert launch.rviz_config is None
 
 
@@ -72,3 +73,8 @@ def test_a_bad_parameter_file_is_refused_by_the_nodes_rules_before_anything_star
     with pytest.raises(LaunchError) as refused:
         make_plan('sim', values(params_file=str(bad)))
     assert str(refused.value).startswith(f'params_file: {bad}') and reason in str(refused.value)
+
+
+def test_an_arena_launch_without_a_layout_senses_the_shipped_sample_arena():
+    mat_sim = make_plan('arena', values()).nodes[0]
+    assert mat_sim.executable == 'mat_sim' and mat_sim.parameters[-1] == {'arena_layout': str(SAMPLE_LAYOUT)}

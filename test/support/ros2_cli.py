@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, next_domain_id, ros_env
+from conftest import next_domain_id, ros_env
 from support.lifecycle_probe import descendants, describe, wait_gone
 
 #: what the tests need besides rclpy and the messages
@@ -233,7 +233,3 @@ def write_sim_cubes(path: Path, poses) -> Path:
                     f'mat_sim:\n  ros__parameters:\n    initial_poses: [{flat}]\n')
     return path
 
-
-def sample_layout() -> Path:
-    """An arena layout shipped with the package."""
-    return REPO / 'toio_navigator' / 'data' / 'arenas' / '01_sample_arena_1.json'

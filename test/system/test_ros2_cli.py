@@ -1,19 +1,16 @@
-"""The simulated swarm on a lab network, started and driven with the real ROS 2 tools exactly as the README's lab
-sections type them: one host's `ros2 launch toio_navigator sim_bringup.launch.py only:=sim,drivers`, the other's
-`... only:=navigator`, then `ros2 node list`, `ros2 topic echo` of a pose and of /tf, `ros2 param
-describe/set/get` (the README's planner and mode switches, and values of the wrong type), `ros2 service call`,
-`ros2 topic pub` of a goal_pose, `ros2 action send_goal --feedback` with its result, its cancel and a goal it
-rejects. Last, each launch killed outright (SIGKILL): no node of it is left 5 s later, and the navigator's going
-stops the cubes.
+"""The simulated swarm started and driven with the real ROS 2 tools exactly as the README's lab section types them:
+`ros2 launch toio_navigator sim_bringup.launch.py`, then `ros2 node list`, `ros2 topic echo` of a pose and of
+/tf, `ros2 param describe/set/get` (the README's planner and mode switches, and values of the wrong type), `ros2
+service call`, `ros2 topic pub` of a goal_pose, `ros2 action send_goal --feedback` with its result, its cancel
+and a goal it rejects. Last the launch is killed outright (SIGKILL): no node of it is left 5 s later.
 
-Both launches are shared by the tests of this module, in this order. Needs the ROS 2 tools (skips, naming what is
+The launch is shared by the tests of this module, in this order. Needs the ROS 2 tools (skips, naming what is
 missing, where there are none).
 """
 from __future__ import annotations
 
 import re
 import signal
-import time
 
 import pytest
 
@@ -21,14 +18,13 @@ from support.ros2_cli import require_ros2_tools
 
 require_ros2_tools()
 
-from support.lifecycle_probe import Probe, describe, wait_gone  # noqa: E402
+from support.lifecycle_probe import describe, wait_gone  # noqa: E402
 from support.ros2_cli import Ros2  # noqa: E402
 from toio_navigator import units  # noqa: E402
 
 CUBES = [f'cube{i}' for i in range(1, 9)]          # config/sim.yaml
-SIM_HOST = 'ros2 launch toio_navigator sim_bringup.launch.py only:=sim,drivers'
-NAVIGATOR_HOST = 'ros2 launch toio_navigator sim_bringup.launch.py only:=navigator'
 # the README's lab-machine commands, word for word
+BRINGUP = 'ros2 launch toio_navigator sim_bringup.launch.py'
 PLANNER = 'ros2 param set /navigator planner orca_kr'
 MODE = 'ros2 param set /navigator mode BOIDS_AVOID'
 SET_GOAL = ('ros2 service call /navigator/set_goal toio_navigator/srv/SetGoal '
@@ -42,14 +38,13 @@ SEND_GOAL = ('ros2 action send_goal --feedback /cube1/navigate_to_pose toio_navi
 class Lab:
     def __init__(self, ros2: Ros2) -> None:
         self.ros2 = ros2
-        self.sim = ros2.start(SIM_HOST, 'sim_host')
-        self.nav = ros2.start(NAVIGATOR_HOST, 'navigator_host')
+        self.launch = ros2.start(BRINGUP, 'sim_bringup')
 
     def navigator_log(self) -> str:
-        return self.nav.text()
+        return self.launch.text()
 
     def wait_log(self, text: str, timeout: float = 90.0) -> str:
-        return self.nav.wait_for(lambda log: text in log, timeout, repr(text))
+        return self.launch.wait_for(lambda log: text in log, timeout, repr(text))
 
 
 @pytest.fixture(scope='module')
@@ -63,13 +58,13 @@ def lab(tmp_path_factory):
         ros2.close()
 
 
-def test_node_list_shows_both_hosts_nodes(lab):
+def test_node_list_shows_every_node(lab):
     expected = {'/mat_sim', '/navigator'} | {f'/{c}/cube_driver' for c in CUBES}
     assert lab.ros2.node_list(expected) == expected
 
 
 def test_topic_echo_gives_a_pose_in_metres_and_the_tf_of_every_cube(lab):
-    lab.sim.wait_for(lambda text: all(f'{c}: connected' in text for c in CUBES), 180.0, 'every cube connected')
+    lab.launch.wait_for(lambda text: all(f'{c}: connected' in text for c in CUBES), 180.0, 'every cube connected')
     pose, tf = lab.ros2.run_all('ros2 topic echo --once /cube1/pose', 'ros2 topic echo --once /tf')
     assert pose.returncode == 0 and 'frame_id: mat' in pose.out, pose.out
     x, y = units.mat_to_ros_xy(100.0, 70.0)                 # cube1's start in config/sim.yaml
@@ -115,16 +110,17 @@ def test_param_set_switches_the_planner_and_the_mode_live(lab):
 
 def test_goal_pose_and_the_set_goal_service_drive_cube1(lab):
     ros2 = lab.ros2
-    published, answer = ros2.run_all(GOAL_POSE, SET_GOAL)
+    published = ros2.run(GOAL_POSE)
     assert published.returncode == 0, published.out
-    assert answer.returncode == 0 and "accepted=True, reason=''" in answer.out, answer.out
     # `ros2 topic pub --once` waits for the navigator's subscription, but a busy navigator may not have matched
     # the new writer yet and drops the one message: published again, as a user would after seeing nothing
     for _ in range(3):
-        if lab.nav.saw(lambda log: 'for cube1 from goal_pose: TOWARDS (249.5, 146.8)' in log, 30.0):
+        if lab.launch.saw(lambda log: 'for cube1 from goal_pose: TOWARDS (249.5, 146.8)' in log, 30.0):
             break
         ros2.run(GOAL_POSE)
     lab.wait_log('for cube1 from goal_pose: TOWARDS (249.5, 146.8)')
+    answer = ros2.run(SET_GOAL)                 # last: cube1 then drives away from the action's goal below
+    assert answer.returncode == 0 and "accepted=True, reason=''" in answer.out, answer.out
     lab.wait_log('goal 1 for cube1 from navigator/set_goal: TOWARDS (250.0, 250.0)')
 
 
@@ -156,34 +152,11 @@ def test_a_goal_that_can_never_succeed_is_rejected_with_the_reason_in_metres(lab
                  'x 0.061..0.620 m, y -0.620..-0.061 m')
 
 
-def test_a_killed_navigator_launch_leaves_no_node_and_stops_the_cubes(lab, monkeypatch):
-    """SIGKILL of the navigator's ros2 launch while cube2 drives: its navigator stops within 5 s (it got SIGTERM
-    from the kernel) and its last word to every cube is a stop, so cube2 stands still."""
-    monkeypatch.setenv('ROS_DOMAIN_ID', lab.ros2.env['ROS_DOMAIN_ID'])     # the probe joins the lab's domain
-    probe = Probe(CUBES)
-    try:
-        deadline = time.monotonic() + 90.0
-        while 'cube2' not in probe.moved:       # sent again until it drives: a first goal can be lost (swap())
-            assert time.monotonic() < deadline, 'cube2 never drove'
-            probe.goal_pubs['cube2'].publish(probe.NavGoal(cube='cube2', goal_id=7, x=200.0, y=400.0))
-            probe.spin_for(1.0)
-        nodes = lab.nav.nodes()
-        assert len(nodes) == 1
-        lab.nav.proc.send_signal(signal.SIGKILL)
-        left = wait_gone(nodes, 5.0)
-        assert left == set(), f'left running 5 s after SIGKILL of its launch: {describe(left)}'
-        probe.spin_until(lambda: probe.motor.get('cube2') == (0, 0), 30.0, "cube2's driver to stop it")
-        probe.spin_for(0.5)
-        assert probe.largest_move(1.0) < 1e-4, 'a cube still moves'
-    finally:
-        probe.close()
-
-
-def test_a_killed_simulator_launch_leaves_no_node(lab):
-    nodes = lab.sim.nodes()
-    assert len(nodes) == 1 + len(CUBES)
-    started = time.monotonic()
-    lab.sim.proc.send_signal(signal.SIGKILL)
+def test_a_killed_launch_leaves_no_node(lab):
+    """SIGKILL of `ros2 launch`: each node got SIGTERM from the kernel when the launch died, and stops in order
+    (a cube with its driver and the simulator still there stops: test_ros2_real_launch.py)."""
+    nodes = lab.launch.nodes()
+    assert len(nodes) == 2 + len(CUBES)
+    lab.launch.proc.send_signal(signal.SIGKILL)
     left = wait_gone(nodes, 5.0)
     assert left == set(), f'left running 5 s after SIGKILL of its launch: {describe(left)}'
-    assert time.monotonic() - started < 5.0

@@ -16,7 +16,7 @@ from support.ros2_cli import require_ros2_tools
 require_ros2_tools()
 
 from support.lifecycle_probe import bad_lines, describe, wait_gone  # noqa: E402
-from support.ros2_cli import Ros2, sample_layout, write_sim_cubes  # noqa: E402
+from support.ros2_cli import Ros2, write_sim_cubes  # noqa: E402
 from toio_navigator.launching.launch_plan import launch_arguments  # noqa: E402
 
 LAUNCH_FILES = {'sim': 'sim_bringup.launch.py', 'real': 'real_bringup.launch.py', 'arena': 'arena_bringup.launch.py'}
@@ -87,8 +87,8 @@ def test_a_node_that_refuses_its_parameters_ends_the_launch_with_its_message(ros
 
 
 def test_the_arena_launch_explores_when_asked_by_ros2_service_call_and_stops_on_ctrl_c(ros2):
-    layout = sample_layout()
-    launch = ros2.start(f'ros2 launch toio_navigator arena_bringup.launch.py layout:={layout}', 'arena')
+    """The README's two lines as typed: without layout:= the arena launch senses the shipped sample arena."""
+    launch = ros2.start('ros2 launch toio_navigator arena_bringup.launch.py', 'arena')
     expected = {'/mat_sim', '/cube1/cube_driver', '/navigator', '/arena_explorer'}
     assert expected <= ros2.node_list(expected), launch.text()
     launch.wait_for(lambda text: 'cube1: connected' in text, 120.0, 'the cube to connect')

@@ -42,8 +42,11 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('web', 'false', 'true: also start the web console (docs/web_console.md)'),
     LaunchArgument('only', '', f'start only these roles, comma-separated ({", ".join(ROLES)}); '
                                '"" = every node of the profile'),
-    LaunchArgument('layout', '', 'arena layout JSON (toio-arena-layout/1) that mat_sim senses', ('arena',)),
+    LaunchArgument('layout', '', 'arena layout JSON (toio-arena-layout/1) that mat_sim senses; "" = the shipped '
+                                 'sample arena, toio_navigator/data/arenas/01_sample_arena_1.json', ('arena',)),
 )
+#: the arena an arena launch senses when given no layout (the one `toio-nav demo --arena` is shown with)
+SAMPLE_LAYOUT = Path(__file__).resolve().parents[1] / 'data' / 'arenas' / '01_sample_arena_1.json'
 
 _TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off', '')
 
@@ -123,7 +126,7 @@ def _flag(name: str, text: str) -> bool:
 
 def _layout(text: str) -> str:
     if not text:
-        return ''
+        return str(SAMPLE_LAYOUT)
     path = Path(text).expanduser().resolve()
     if not path.is_file():
         raise LaunchError(f'layout:={text}: no such file ({path})')
