@@ -74,7 +74,7 @@ def launched(arguments: dict) -> list[str]:
     nodes = []
     for action in description.entities:
         if isinstance(action, OpaqueFunction):
-            nodes += action.execute(context) or []
+            nodes += [a for a in action.execute(context) or [] if hasattr(a, 'node_executable')]
     return [n.node_executable for n in nodes]
 
 

@@ -101,15 +101,17 @@ def read_cubes(param_files: list[Path]) -> list[str]:
     return cubes
 
 
-def parse_roles(text: str, profile: str) -> tuple[str, ...]:
-    """The roles of ``--only`` / ``only:=`` ('sim,drivers'); () for '' (every node of the profile)."""
+def parse_roles(text: str, profile: str, option: str = '--only') -> tuple[str, ...]:
+    """The roles of ``--only`` / ``only:=`` ('sim,drivers'); () for '' (every node of the profile). ``option``
+    names the option in the error (``only:=`` for a launch file)."""
     roles = tuple(r.strip() for r in text.split(',') if r.strip())
     unknown = [r for r in roles if r not in ROLES]
+    where = f'{option}{text}' if option.endswith('=') else option
     if unknown:
-        raise BringupError(f'--only: unknown role {", ".join(unknown)} (roles: {", ".join(ROLES)})')
+        raise BringupError(f'{where}: unknown role {", ".join(unknown)} (roles: {", ".join(ROLES)})')
     absent = [r for r in roles if not any(s.role == r and profile in s.profiles for s in NODES)]
     if absent:
-        raise BringupError(f'--only: profile {profile} has no {", ".join(absent)} node')
+        raise BringupError(f'{where}: profile {profile} has no {", ".join(absent)} node')
     return roles
 
 

@@ -21,6 +21,7 @@ import math
 import sys
 import time
 
+from rclpy.duration import Duration
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
@@ -36,6 +37,9 @@ from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.settings.navigator import PARAMS, navigator_config
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
+
+#: how long a stopping navigator keeps its motor_cmd writers for the drivers to take its stops (at most)
+STOP_FLUSH_S = 0.5
 
 
 class NavigatorNode(LeanNode):
@@ -207,6 +211,11 @@ class NavigatorNode(LeanNode):
         stop_ms = int(self.controller.settings.stop_duration_ms)
         for publisher in self.cmd_pubs.values():
             publisher.publish(MotorCommand(left=0, right=0, duration_ms=stop_ms))
+        # the writers stay while the drivers take the stops: destroyed at once, a stop still on its way was lost
+        # and the cube ran out its last command (a navigator killed with its launch, the drivers living on)
+        deadline = time.monotonic() + STOP_FLUSH_S
+        for publisher in self.cmd_pubs.values():
+            publisher.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
         self.goals.destroy()
         super().destroy_node()
 
