@@ -15,12 +15,15 @@ import pytest
 from toio_navigator.launching import profiles
 from toio_navigator.nodes import bringup
 from toio_navigator.settings.bringup_params import (
+    NODE_PARAMS,
     Instance,
     ParamsError,
     check_param_file,
+    node_values,
     overrides_yaml,
     route_overrides,
 )
+from toio_navigator.settings.navigator import navigator_config
 
 SIM = [Instance('mat_sim')] + [Instance('cube_driver', f'/cube{i}') for i in (1, 2)] + [Instance('navigator')]
 
@@ -190,3 +193,27 @@ def test_a_node_that_refuses_to_start_stops_the_bringup_with_its_message(tmp_pat
     assert lines[-2] == ('bringup: mat_sim refused to start: mat_sim: parameter initial_poses: needs 3 numbers '
                          '(x, y, heading) per cube: 6 for 2 cubes, got 3')
     assert lines[-1] == 'bringup: stopped the other nodes'
+
+
+def test_an_empty_list_in_a_parameter_file_is_named_as_having_no_effect(tmp_path):
+    """rcl drops an empty list from a parameter file (it has no type), so a later file's [] never clears an
+    earlier value: the check says so instead of letting the user believe it took."""
+    path = tmp_path / 'clear.yaml'
+    path.write_text('navigator: {ros__parameters: {walls: [], tolerance: 6.0}}\n')
+    warnings, _ = check_param_file(path)
+    assert len(warnings) == 1 and 'walls: [] has no effect' in warnings[0] and str(path) in warnings[0]
+
+
+def navigator_settings_of(profile: str):
+    """The navigator's settings from a profile's files, merged as rcl merges them (the /** section's parameters
+    of other nodes left out)."""
+    values = node_values(profiles.profile_files(profile), Instance('navigator'))
+    own = set(NODE_PARAMS['navigator'].names())
+    return navigator_config({k: v for k, v in values.items() if k in own}).settings
+
+
+def test_the_arena_profile_runs_its_navigator_without_the_mat_border():
+    arena = navigator_settings_of('arena')
+    assert not arena.has_border and len(arena.wall_rows()) == 0
+    sim = navigator_settings_of('sim')
+    assert sim.has_border and len(sim.wall_rows()) == 4             # the sim keeps the reference's add_border

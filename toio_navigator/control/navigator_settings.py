@@ -38,7 +38,7 @@ class NavigatorSettings:
     stale_timeout_s: float = 0.5
     mat_rect: tuple[float, float, float, float] = (45.0, 45.0, 455.0, 455.0)   # x_min, y_min, x_max, y_max
     walls: tuple[float, ...] = ()             # x1, y1, x2, y2, margin per wall (navigator walls, mat units)
-    border: tuple[float, ...] = ()            # width, x1, x2, y1, y2: the reference's add_border; () = none
+    border: tuple[float, ...] = ()            # width, x1, x2, y1, y2: the reference's add_border; () or width 0 = none
     max_speed: float = 70.0                   # motor units, navi_to_target default
     tolerance: float = 20.0                   # goal "reached" radius, mat units (navi_to_target default)
     handle_tolerance: float = 8.0             # move_to_target's own reached radius (hard-coded 8 in the reference)
@@ -125,13 +125,20 @@ class NavigatorSettings:
         if len(self.walls) % 5 or not all(math.isfinite(v) for v in self.walls):
             raise ValueError(f'walls: need finite numbers in groups of 5 (x1, y1, x2, y2, margin), got '
                              f'{len(self.walls)} numbers')
-        if self.border and (len(self.border) != 5 or not all(math.isfinite(v) for v in self.border)):
-            raise ValueError(f'border: need [] or [width, x1, x2, y1, y2], got {list(self.border)}')
+        if self.border and (len(self.border) != 5 or not all(math.isfinite(v) for v in self.border)
+                            or self.border[0] < 0):
+            raise ValueError(f'border: need [] or [width >= 0, x1, x2, y1, y2], got {list(self.border)}')
+
+    @property
+    def has_border(self) -> bool:
+        """Whether the border takes part: width 0 switches it off where a parameter file cannot say [] (ROS
+        ignores an empty list in a file, so a later file's [] leaves an earlier file's border in place)."""
+        return bool(self.border) and self.border[0] > 0
 
     def wall_rows(self) -> np.ndarray:
         """The walls as rows (x1, y1, x2, y2, margin), the border's four sides included."""
         rows = list(np.asarray(self.walls, dtype=float).reshape(-1, 5))
-        if self.border:
+        if self.has_border:
             w, x1, x2, y1, y2 = self.border
             rows += [(x1, y1, x1, y2, w), (x2, y1, x2, y2, w), (x1, y1, x2, y1, w), (x1, y2, x2, y2, w)]
         return np.asarray(rows, dtype=float).reshape(-1, 5)

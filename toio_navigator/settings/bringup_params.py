@@ -151,6 +151,9 @@ def check_param_file(path: Path) -> tuple[list[str], set[str]]:
             continue
         for name, value in _flatten(params):
             _check_value(where, name, value, kinds)
+            if value == []:
+                warnings.append(f'{where}: {name}: [] has no effect (ROS ignores an empty list in a parameter '
+                                'file: an earlier file\'s value or the default stays)')
     return warnings, {str(key) for key in data}
 
 
@@ -202,5 +205,5 @@ def node_values(param_files: list[Path], instance: Instance) -> dict[str, object
         for key, section in data.items():
             params = section.get('ros__parameters') if isinstance(section, dict) else None
             if isinstance(params, dict) and _section_pattern(key).match(instance.fqn):
-                values.update(dict(_flatten(params)))
+                values.update({k: v for k, v in _flatten(params) if v != []})     # rcl skips an empty list
     return values

@@ -45,7 +45,7 @@ const ToioDraw = (() => {
     }
     const walls = [];
     for (let i = 0; i + 5 <= nav.walls.length; i += 5) walls.push(nav.walls.slice(i, i + 5));
-    if (nav.border.length === 5) {
+    if (nav.border.length === 5 && nav.border[0] > 0) {   // width 0: no border
       const [w, bx1, bx2, by1, by2] = nav.border;
       walls.push([bx1, by1, bx1, by2, w], [bx2, by1, bx2, by2, w], [bx1, by1, bx2, by1, w], [bx1, by2, bx2, by2, w]);
     }
