@@ -125,12 +125,12 @@ ros-tools-absent:
 
 # The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
 # files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
-# processes and real time, so two workers halve the wall time even on two cores. (Putting the slow files first
-# was tried: two process-heavy files side by side then starved each other's simulators.)
+# processes and real time, so two workers halve the wall time even on two cores. The 20 slowest tests are listed
+# at the end, to keep the suite's time in view.
 test: install $(ROS_TOOLS_STEP)
 	ruff check .
 	@command -v chromium >/dev/null || echo "make test: no chromium: the browser tests are skipped (as root: apt-get install chromium)"
-	python -m pytest -q -n auto --dist loadfile test
+	python -m pytest -q -n auto --dist loadfile --durations=20 test
 
 # The README's demo command (simulated cubes).
 demo: install
