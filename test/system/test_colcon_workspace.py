@@ -36,12 +36,12 @@ from support.ros2_cli import Ros2  # noqa: E402
 BUILD = 'colcon build --symlink-install'
 #: what a pip-only machine adds (docs/build.md, "colcon on a pip-only machine")
 PIP_ONLY_CMAKE_ARGS = (f' --cmake-args -DCMAKE_PROJECT_INCLUDE={REPO}/tools/ros/pip_ros_fixups.cmake'
-                       ' -DTOIO_UNITY_MSGS=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0')
+                       ' -DTOIO_UNITY_MSGS=ON')
 LAUNCH = 'ros2 launch toio_navigator sim_bringup.launch.py'
 NODES = {'/mat_sim', '/navigator'} | {f'/cube{i}/cube_driver' for i in range(1, 9)}
-#: the part of the suite `colcon test` runs here: the launch files' node tables (needs launch_ros)
-SUBSET = 'test_launch_files'
-COLCON_TEST = f'PYTEST_ADDOPTS="-k {SUBSET}" colcon test --packages-select toio_navigator'
+#: the part of the suite `colcon test` runs here (one ctest test per folder of test/): test/launching, whose
+#: test_launch_files.py needs launch_ros
+COLCON_TEST = 'colcon test --packages-select toio_navigator --ctest-args -R test_launching'
 
 
 def ros_from_wheels() -> bool:
@@ -129,14 +129,19 @@ def test_colcon_test_runs_part_of_the_suite_and_test_result_shows_it_passed(ws):
     ros2 = ws.ros2
     if 'COLCON_PREFIX_PATH' not in ros2.env:
         ros2.env = sourced_env(ws.root, ros2.env)
-    tested = ros2.run(f"bash -c '{COLCON_TEST}'", timeout=300.0, attempts=1)
+    tested = ros2.run(COLCON_TEST, timeout=300.0, attempts=1)
     assert tested.returncode == 0 and 'Summary: 1 package finished' in tested.out, tested.out
     result = ros2.run('colcon test-result --verbose')
     assert result.returncode == 0, result.out
     summary = re.search(r'Summary: (\d+) tests, (\d+) errors, (\d+) failures, (\d+) skipped', result.out)
-    assert summary and int(summary[1]) >= 4 and summary.groups()[1:] == ('0', '0', '0'), result.out
-    xunit = ws.root / 'build/toio_navigator/test_results/toio_navigator/test_python.xunit.xml'
-    assert xunit.is_file() and f'classname="toio_navigator.test.launching.{SUBSET}' in xunit.read_text()
+    collected = ros2.run(f'python -m pytest -q --collect-only {REPO}/test/launching').out
+    ran = int(re.search(r'(\d+) tests? collected', collected)[1])
+    # every pytest test of the layer, and ctest's own record of the one ctest test that ran them
+    assert summary and summary.groups() == (str(ran + 1), '0', '0', '0'), (result.out, collected)
+    results = ws.root / 'build/toio_navigator/test_results/toio_navigator'
+    assert sorted(p.name for p in results.iterdir()) == ['test_launching.xunit.xml'], 'not one layer alone'
+    xunit = (results / 'test_launching.xunit.xml').read_text()
+    assert 'classname="toio_navigator.test.launching.test_launch_files"' in xunit, xunit
 
 
 def _cmdline(pid: int) -> list[str]:
