@@ -1,8 +1,8 @@
 """The README's lab-machine workflow with the real colcon, as a lab user types it: the repository under src/ of a
 fresh workspace, `colcon build --symlink-install`, `source install/setup.bash`, then from that shell `ros2 launch
 toio_navigator sim_bringup.launch.py` (its nodes run from the workspace's install and stop on Ctrl-C, none left)
-and `colcon test --packages-select toio_navigator` on a small part of the suite, read back with `colcon test-result
---verbose`.
+and `colcon test --packages-select toio_navigator` of one layer of the suite (test/launching), read back with
+`colcon test-result --verbose`.
 
 Where the ROS 2 packages come from the venv's wheels (no /opt/ros/jazzy), the build needs what docs/build.md
 names: the CMake fixups for the wheels' include paths, and, for time only, the type supports compiled in unity
@@ -31,11 +31,11 @@ if shutil.which('colcon') is None or shutil.which('cmake') is None:
 
 from conftest import REPO  # noqa: E402
 from support.lifecycle_probe import bad_lines, describe, wait_gone  # noqa: E402
-from support.ros2_cli import Ros2  # noqa: E402
+from support.ros2_cli import Result, Ros2  # noqa: E402
 
 BUILD = 'colcon build --symlink-install'
-#: what a pip-only machine adds (docs/build.md, "colcon on a pip-only machine")
-PIP_ONLY_CMAKE_ARGS = (f' --cmake-args -DCMAKE_PROJECT_INCLUDE={REPO}/tools/ros/pip_ros_fixups.cmake'
+#: what a pip-only machine adds (docs/build.md, "colcon on a pip-only machine"); {ws}: the workspace
+PIP_ONLY_CMAKE_ARGS = (' --cmake-args -DCMAKE_PROJECT_INCLUDE={ws}/src/toio_navigator/tools/ros/pip_ros_fixups.cmake'
                        ' -DTOIO_UNITY_MSGS=ON')
 LAUNCH = 'ros2 launch toio_navigator sim_bringup.launch.py'
 NODES = {'/mat_sim', '/navigator'} | {f'/cube{i}/cube_driver' for i in range(1, 9)}
@@ -69,9 +69,20 @@ class Workspace:
         self.ros2 = Ros2(root)
         self.ros2.env['MAKEFLAGS'] = f'-j{os.cpu_count() or 2}'
         self.listed = self.ros2.run('colcon list').out
-        self.build_command = BUILD + (PIP_ONLY_CMAKE_ARGS if ros_from_wheels() else '')
-        self.built = self.ros2.run(self.build_command, timeout=600.0, attempts=1)
+        self.build_command = BUILD + (PIP_ONLY_CMAKE_ARGS.format(ws=root) if ros_from_wheels() else '')
+        self.built = self.run(self.build_command, 'colcon_build', timeout=600.0)
         self.install = root / 'install' / 'toio_navigator'
+
+    def run(self, command: str, name: str, timeout: float) -> Result:
+        """A command that starts many processes (make and the compilers, pytest), run to its end; stopped with its
+        whole process group if it takes longer than ``timeout``."""
+        started = self.ros2.start(command, name)
+        try:
+            started.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            started.ctrl_c()
+            raise AssertionError(f'{command!r} did not end within {timeout:g} s:\n{started.text()}') from None
+        return Result(started.proc.returncode, started.text())
 
 
 @pytest.fixture(scope='module')
@@ -129,7 +140,7 @@ def test_colcon_test_runs_part_of_the_suite_and_test_result_shows_it_passed(ws):
     ros2 = ws.ros2
     if 'COLCON_PREFIX_PATH' not in ros2.env:
         ros2.env = sourced_env(ws.root, ros2.env)
-    tested = ros2.run(COLCON_TEST, timeout=300.0, attempts=1)
+    tested = ws.run(COLCON_TEST, 'colcon_test', timeout=300.0)
     assert tested.returncode == 0 and 'Summary: 1 package finished' in tested.out, tested.out
     result = ros2.run('colcon test-result --verbose')
     assert result.returncode == 0, result.out
