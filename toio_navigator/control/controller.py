@@ -323,9 +323,11 @@ class SwarmController:
         at_goal = np.hypot(goals.position[:, 0] - position[:, 0], goals.position[:, 1] - position[:, 1]) \
             <= goals.tolerance
         reached = active & ~goals.away & at_goal
-        if coordinating:   # it may move a cube off its goal to let another one pass
-            reached &= np.hypot(waypoint[:, 0] - position[:, 0], waypoint[:, 1] - position[:, 1]) \
-                <= self.settings.handle_tolerance
+        if coordinating:   # it may move a cube off its goal to let another one pass: not while its waypoint leads away
+            near = self.settings.handle_tolerance
+            stays = np.hypot(*(waypoint - position).T) <= near
+            parked = np.hypot(*(waypoint - goals.position).T) <= near     # held on its goal: it goes nowhere else
+            reached &= stays | parked
         return reached
 
     def _overlaps(self) -> Overlaps | None:
