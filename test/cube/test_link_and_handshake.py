@@ -9,9 +9,10 @@ import time
 
 import pytest
 
+from toio_navigator.cube import connection as connection_module
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.coalesced_writer import RateLimit
-from toio_navigator.cube.connection import CubeConnection
+from toio_navigator.cube.connection import VERSION_ATTEMPTS, CubeConnection
 from toio_navigator.cube.loop_thread import run_bounded, shared_loop
 from toio_navigator.cube.motor_commands import STOP_NOW, MotorCommander, command_timing
 from toio_navigator.cube.pose_gate import PoseGate, mat_pose
@@ -222,6 +223,30 @@ def test_a_version_answer_that_comes_after_the_assumption_configures_the_cube_fo
         # the log line comes once every configuration write is done (on a busy host well after the first one)
         await until(lambda: any('answered late (firmware 2.4.0)' in text for _level, text in events.logs))
         assert cubes.id_condition[0] == p.ID_ALWAYS
+        assert connection.firmware == '2.4.0'
+        assert await connection.shutdown(lambda: asyncio.sleep(0, result=True))
+    asyncio.run(scenario())
+
+
+def test_a_driver_that_assumed_the_version_asks_again_until_the_cube_answers(monkeypatch):
+    """Every answer to the first requests lost (a radio crowded while 16 cubes connect): the driver assumes 2.0.0,
+    then keeps asking while the link is up, and the first answer that gets through configures the real firmware
+    (before, a cube standing still then paused its positions and the navigator held it as stale for good)."""
+    monkeypatch.setattr(connection_module, 'VERSION_ASK_AGAIN_S', 0.05)
+
+    async def scenario():
+        cubes, events, connection = connect('2.4.0')
+        answer, lost = events.notification, []
+
+        def crowded(char, data):
+            if isinstance(p.decode(char, data), p.ProtocolVersion) and len(lost) < VERSION_ATTEMPTS + 2:
+                lost.append(data)                  # this answer never reaches the driver
+                return
+            answer(char, data)
+        events.notification = crowded
+        connection.start()
+        await until(lambda: any('answered late (firmware 2.4.0)' in text for _level, text in events.logs))
+        assert len(lost) == VERSION_ATTEMPTS + 2 and cubes.id_condition[0] == p.ID_ALWAYS
         assert connection.firmware == '2.4.0'
         assert await connection.shutdown(lambda: asyncio.sleep(0, result=True))
     asyncio.run(scenario())

@@ -29,6 +29,8 @@ NOTIFYING = (p.Characteristic.ID_INFORMATION, p.Characteristic.MOTOR_CONTROL, p.
 READ_AFTER_CONNECT = (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUTTON_INFORMATION,
                       p.Characteristic.SENSOR_INFORMATION)
 VERSION_ATTEMPTS = 3
+#: after the version was assumed, it is asked again this often while the link is up (a late answer reconfigures)
+VERSION_ASK_AGAIN_S = 2.0
 
 
 class LinkSettings(Protocol):
@@ -273,7 +275,21 @@ class CubeConnection:
                                          f'{firmware.ASSUMED_VERSION}')
         self._assumed = True
         self._firmware_known(firmware.ASSUMED_VERSION)
+        self._spawn(self._ask_version_again())
         return firmware.ASSUMED_VERSION
+
+    async def _ask_version_again(self) -> None:
+        """Ask the version again while it is only assumed and the link is up: an answer lost in a busy radio
+        would otherwise leave a cube configured for 2.0.0 for good (a standing cube then pauses its positions)."""
+        while True:
+            await asyncio.sleep(VERSION_ASK_AGAIN_S)
+            if not self._assumed or self.link is not LinkState.CONNECTED or self._stopping:
+                return
+            try:
+                await self.transport.write(p.Characteristic.CONFIGURATION,
+                                           p.ConfigWrite.request_protocol_version().encode())
+            except TransportError:
+                continue
 
     def version_answered(self, version: str) -> None:
         """The cube's answer to the version request (any thread). An answer that comes after the version was
