@@ -65,8 +65,8 @@ PARAMS = ParamSet(
     Param('id_missed_ms', 70, 'report "position ID missed" after the ID was lost this long, ms', low=0, high=2550),
     Param('outlier_jump_units', 5.0 * UNITS_PER_METRE / 100.0, 'a pose jump larger than this is held back until '
           'the next reading confirms it (0 = off)', low=0.0, runtime=True),
-    Param('version_timeout_s', 1.0, 'wait this long for the protocol version answer (3 tries, then assume 2.0.0)',
-          low=0.0, low_open=True, high=_HOUR),
+    Param('version_timeout_s', 1.0, 'wait this long for the protocol version answer (3 tries, then assume 2.0.0 '
+          'and ask every 2 s)', low=0.0, low_open=True, high=_HOUR),
     Param('wheel_speed_notify', True, 'enable wheel-speed notifications (firmware >= 2.2.0; feeds odom)'),
     Param('horizontal_threshold_deg', 45, 'motion sensor "flat" threshold, degrees', low=1, high=45),
     Param('collision_threshold', 7, 'motion sensor collision level', low=1, high=10),
