@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -24,9 +25,11 @@ import numpy as np
 from toio_navigator.bags.replay import default_parameter_files, read_parameter_files, settings_from_parameters
 from toio_navigator.bench.metrics import MetricSetup, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
+from toio_navigator.bench.trial.compute import Compute
 from toio_navigator.bench.trial.diagnosis import diagnose
 from toio_navigator.bench.trial.link import (
     ARRIVE,
+    EMIT,
     NOTIFY,
     STATE,
     TICK,
@@ -49,6 +52,7 @@ PHYSICS_DT = WorldParams().dt   # s: the simulator's own step (50 Hz, as mat_sim
 MAT_MARGIN = 60.0          # mat units around everything a scenario holds (the border's avoid zone is ~40)
 MAT_ORIGIN = 45.0          # a shifted scenario's mat starts where the collection mat does
 FRESH_TICK_FRACTION = 0.8  # the node never ticks sooner than this many periods after the last tick
+STATE_DEPTH = 5            # states a busy navigator keeps per cube (its subscription's sensor-data QoS: last 5)
 
 
 @dataclass
@@ -112,14 +116,17 @@ class TrialResult:
     step_ms: np.ndarray                  # wall time of every navigator tick
     simulated_s: float = 0.0
     wall_s: float = 0.0
+    compute_cpu_s: float = 0.0           # CPU seconds the navigator's ticks took in this process
 
 
 class ClosedLoop:
     """The simulated cubes, the link and the navigator host of one run."""
 
     def __init__(self, scenario: Scenario, planner: str, profile: TimingProfile, seed: int,
-                 overrides: dict | None = None) -> None:
+                 overrides: dict | None = None, compute: str | Compute = 'modelled') -> None:
+        """``compute``: how the navigator's compute is charged (a mode of compute.MODES, or a Compute)."""
         profile.check()
+        self.compute = compute if isinstance(compute, Compute) else Compute(compute, planner)
         self.scenario, self.profile = scenario, profile
         self.placement = place(scenario)
         settings, params, handle, self.tick_on_fresh = navigator_setup(scenario, self.placement, planner, overrides)
@@ -157,6 +164,9 @@ class ClosedLoop:
         self.fresh: set[int] = set()
         self.last_tick = -math.inf
         self.tick_due = False           # a tick is decided but has not run yet (a late host)
+        self.busy_until = -math.inf     # the navigator computes a tick until then
+        self.waiting = [deque() for _ in self.cubes]   # states the busy navigator has not read yet, per cube
+        self.states_dropped = 0
         self.stall = self._next_stall(0.0)
         self.step_ms: list[float] = []
         self.ticks = self.stalls = 0
@@ -184,6 +194,10 @@ class ClosedLoop:
         return start, start + p.stall_s
 
     def _host_busy_until(self, t: float) -> float:
+        """If the navigator process is computing a tick or stalled at ``t``: when it is free again; else ``t``."""
+        return self._stalled_until(max(t, self.busy_until))
+
+    def _stalled_until(self, t: float) -> float:
         """If the navigator process is stalled at ``t``: when it runs again; else ``t``."""
         while t >= self.stall[1]:
             self.stall = self._next_stall(self.stall[1])
@@ -195,12 +209,21 @@ class ClosedLoop:
         self.last_tick = self.now
         self.fresh.clear()
         started = time.perf_counter()
-        decisions = self.controller.step(self.now)
+        decisions, charge = self.compute.run_tick(self.controller.step, self.now, self.controller.planner,
+                                                  len(self.cubes))
         self.step_ms.append((time.perf_counter() - started) * 1e3)
         self.ticks += 1
+        if charge > 0.0:               # its commands leave once it is computed; everything else waits meanwhile
+            self.busy_until = self.now + charge
+            self.events.push(self.busy_until, EMIT, -1, (decisions, self.now))
+        else:
+            self._emit(decisions, self.now)
+
+    def _emit(self, decisions, stamp: float) -> None:
+        """A tick's motor commands go to the driver now, stamped with the tick's start."""
         for i, cmd in enumerate(decisions):
             if cmd.motor is not None:
-                self.link.submit(i, cmd.motor[0], cmd.motor[1], cmd.motor[2], self.now)
+                self.link.submit(i, cmd.motor[0], cmd.motor[1], cmd.motor[2], self.now, stamp)
 
     def _on_state(self, i: int, reading) -> None:
         x, y, theta, on_mat, stamp = reading
@@ -227,25 +250,42 @@ class ClosedLoop:
             self.link.on_arrive(cube, payload, when)
         elif kind == WRITE:
             self.link.on_write(cube, when)
+        elif kind == EMIT:                  # the end of a tick's compute (a stall meanwhile delays it further)
+            ready = self._stalled_until(when)
+            if ready > when:
+                self.events.push(ready, kind, cube, payload)
+            else:
+                self._emit(*payload)
         elif kind == NOTIFY:
             reading = self.feed.take(cube, self.link.counters)
             self.events.push(when + self.feed.next_interval(), NOTIFY, cube)
             if reading is not None:     # the driver stamps it on reception; the navigator may take it later
-                ready = self._host_busy_until(when)
-                if ready > when:
-                    self.events.push(ready, STATE, cube, (*reading, when))
-                else:
-                    self._on_state(cube, (*reading, when))
+                self._receive(cube, (*reading, when))
         else:                           # STATE, TIMER or TICK: the navigator process must be running
             ready = self._host_busy_until(when)
             if ready > when:
                 self.events.push(ready, kind, cube, payload)
             elif kind == STATE:
-                self._on_state(cube, payload)
+                self._on_state(cube, self.waiting[cube].popleft())
             elif kind == TIMER:
                 self._on_timer()
             else:
                 self._tick()
+
+    def _receive(self, i: int, reading: tuple) -> None:
+        """A state reaches the navigator's subscription: read now, or queued (in order, the last STATE_DEPTH
+        per cube: older ones are dropped, as the subscription's queue drops them) until the navigator is free."""
+        ready = self._host_busy_until(self.now)
+        queue = self.waiting[i]
+        if ready == self.now and not queue:
+            self._on_state(i, reading)
+            return
+        if len(queue) == STATE_DEPTH:
+            queue.popleft()
+            self.states_dropped += 1
+        else:
+            self.events.push(ready, STATE, i)
+        queue.append(reading)
 
     # ---- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
@@ -282,12 +322,14 @@ def _driver_min_interval() -> float:
 
 
 def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, overrides: dict | None = None,
-              progress: Callable[[int, int], None] | None = None) -> TrialResult:
-    """Run one (scenario, seed). The record holds the benchmark's metrics (success, collisions, makespan, ...,
-    computed on the true positions), ``failure`` (None or why), what the link did and the seed; wall-clock
-    numbers are kept out of it so that a seed gives the same record bit for bit."""
+              progress: Callable[[int, int], None] | None = None, compute: str | Compute = 'modelled') -> TrialResult:
+    """Run one (scenario, seed) with the navigator's compute charged as ``compute`` says (compute.MODES). The
+    record holds the benchmark's metrics (success, collisions, makespan from the goals, ..., computed on the true
+    positions), ``failure`` (None or why), the compute charged, when the first cube was told to move, what the
+    link did and the seed; wall-clock and CPU figures are kept out of it so that a seed gives the same record bit
+    for bit (unless ``compute`` is 'measured')."""
     started = time.perf_counter()
-    loop = ClosedLoop(scenario, planner, profile, seed, overrides)
+    loop = ClosedLoop(scenario, planner, profile, seed, overrides, compute)
     traj = loop.run(progress)
     wall = time.perf_counter() - started
     metrics = compute_metrics(traj, MetricSetup.from_scenario(scenario), name=scenario.name)
@@ -297,8 +339,15 @@ def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: in
                   profile=profile.name)
     record.update((k, v) for k, v in metrics.items() if k != 'name')
     record['failure'] = diagnose(traj, scenario, metrics, loop.cubes)
+    first = loop.link.first_motion
+    record['first_motion_s'] = None if first is None else round(float(first), 9)
+    record['compute'] = loop.compute.mode
+    record['compute_s'] = round(loop.compute.charged_s, 9)
     record['simulated_s'] = round(float(loop.world.time), 9)
     record['link'] = loop.link.counters.as_dict()
-    record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls,
-                               sidesteps=int(loop.controller.sidesteps.sum()))
-    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall)
+    planner_ = loop.controller.planner
+    record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls, states_dropped=loop.states_dropped,
+                               sidesteps=int(loop.controller.sidesteps.sum()),
+                               longest_tick_s=round(loop.compute.longest_s, 9),
+                               plans=int(getattr(planner_, 'plans', 0)))
+    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall, loop.compute.cpu_s)

@@ -1,0 +1,139 @@
+"""What the navigator's compute costs a closed-loop trial on the simulated clock.
+
+A live navigator is a single-threaded node: while a tick computes, its timer and the cubes' states wait, and the
+tick's motor commands leave when it is done, stamped with the tick's start (so the driver runs each only until
+that stamp + its duration). A trial charges each tick the same way: the navigator is busy from the tick's start
+for the tick's *charge*, then its commands go to the driver. Three ways to charge:
+
+* ``modelled`` (the default): a deterministic cost model calibrated on this machine (:data:`MODEL`, made by
+  ``tools/bench/compute_model.py``; docs/trial.md), so a record stays a pure function of the seed. A tick costs
+  ``base_s + per_cube_s * N`` of its planner; a tick in which a planner that plans within its ticks makes a plan
+  costs the Python calls the navigator's own code makes in it (counted with cProfile, which is deterministic:
+  the same inputs make the same calls) times ``s_per_call``.
+* ``measured``: the CPU time the tick took in this process (``time.thread_time``), as a live navigator would
+  spend it; the record then depends on the machine and its load.
+* ``free``: nothing (a tick takes no simulated time): the trials before compute was charged.
+"""
+from __future__ import annotations
+
+import cProfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+#: the ways a trial charges the navigator's compute (the first is the default)
+MODES = ('modelled', 'measured', 'free')
+_PACKAGE = str(Path(__file__).resolve().parents[2])    # calls made by code under toio_navigator/ count
+
+
+@dataclass(frozen=True)
+class TickCost:
+    """CPU seconds of one tick that makes no plan: ``base_s + per_cube_s * N``."""
+    base_s: float
+    per_cube_s: float
+
+    def __call__(self, n: int) -> float:
+        return self.base_s + self.per_cube_s * n
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The calibrated cost model (seconds of CPU on the machine it was calibrated on)."""
+    ticks: dict[str, TickCost]           # planner name -> its tick cost
+    s_per_call: float                    # a tick that makes a plan: seconds per counted call
+    s_per_work: float                    # a planning host's job: seconds per work unit of the planner
+    calibrated_on: str = ''              # where and when (tools/bench/compute_model.py prints it)
+
+    def tick(self, planner: str) -> TickCost:
+        try:
+            return self.ticks[planner]
+        except KeyError:
+            raise ValueError(f'the compute model has no tick cost for planner {planner!r} (calibrate it with '
+                             'tools/bench/compute_model.py, or use --measured-compute or --free-compute)') from None
+
+
+#: calibrated by ``python tools/bench/compute_model.py`` (docs/trial.md, "The compute model")
+MODEL = CostModel(
+    ticks={
+        'hlavoid': TickCost(0.0, 0.0),
+        'sfm': TickCost(0.0, 0.0),
+        'ttc': TickCost(0.0, 0.0),
+        'vo': TickCost(0.0, 0.0),
+        'orca': TickCost(0.0, 0.0),
+        'orca_kr': TickCost(0.0, 0.0),
+        'orca_kr_diff': TickCost(0.0, 0.0),
+        'coordinated': TickCost(0.0, 0.0),
+    },
+    s_per_call=0.0,
+    s_per_work=0.0,
+    calibrated_on='not calibrated',
+)
+
+
+def counted_calls(profile: cProfile.Profile) -> int:
+    """The calls the package's own functions made (and the calls made to them): what its code decided to do,
+    without the calls inside numpy or the standard library, whose number may depend on what ran before in the
+    process (an import done once, a regular expression compiled once)."""
+    total = 0
+    for entry in profile.getstats():
+        code = entry.code
+        if isinstance(code, str) or not code.co_filename.startswith(_PACKAGE):
+            continue
+        total += entry.callcount
+        for sub in entry.calls or ():
+            callee = sub.code
+            if isinstance(callee, str) or not callee.co_filename.startswith(_PACKAGE):
+                total += sub.callcount
+    return total
+
+
+@dataclass
+class Compute:
+    """The charge of every tick of one run (``mode`` one of :data:`MODES`), and what it adds up to."""
+    mode: str
+    planner: str
+    model: CostModel = MODEL
+    charged_s: float = 0.0               # simulated seconds charged over the run
+    cpu_s: float = 0.0                   # CPU seconds the ticks took here (not deterministic)
+    longest_s: float = 0.0               # the longest charge of one tick
+    calls: int = 0                       # counted calls of the planning ticks (modelled mode)
+    _tick: TickCost | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f'unknown compute mode {self.mode!r} (known: {", ".join(MODES)})')
+        if self.mode == 'modelled':
+            self._tick = self.model.tick(self.planner)
+
+    def run_tick(self, step: Callable[[float], list], now: float, planner: object, n: int) -> tuple[list, float]:
+        """(the tick's decisions, its charge in seconds): ``step(now)`` run and charged."""
+        plans = getattr(planner, 'plans', None)
+        # a planner that plans within its tick (no planning host) plans when it was told to plan again
+        planning = self.mode == 'modelled' and bool(getattr(planner, 'replan', False)) and \
+            not getattr(planner, 'planning_host', None)
+        started = time.thread_time()
+        if planning:
+            profile = cProfile.Profile()
+            profile.enable()
+            try:
+                decisions = step(now)
+            finally:
+                profile.disable()
+        else:
+            decisions = step(now)
+        cpu = time.thread_time() - started
+        self.cpu_s += cpu
+        if self.mode == 'free':
+            charge = 0.0
+        elif self.mode == 'measured':
+            charge = cpu
+        elif planning and getattr(planner, 'plans', None) != plans:
+            calls = counted_calls(profile)
+            self.calls += calls
+            charge = calls * self.model.s_per_call
+        else:
+            charge = self._tick(n)
+        self.charged_s += charge
+        self.longest_s = max(self.longest_s, charge)
+        return decisions, charge
