@@ -6,6 +6,7 @@ Two-cube runs of a few simulated seconds with orca_kr (a planner without plans: 
 from __future__ import annotations
 
 import json
+import resource
 
 import pytest
 
@@ -80,3 +81,15 @@ def test_a_planner_without_a_calibrated_cost_is_refused_with_a_way_out():
         Compute('modelled', 'orca_kr', CostModel(ticks={}, s_per_call=0.0, s_per_work=0.0))
     with pytest.raises(ValueError, match="unknown compute mode 'cheap'"):
         Compute('cheap', 'orca_kr')
+
+
+def test_a_run_beyond_its_memory_limit_is_recorded_as_failed_not_a_crash(tmp_path, capsys):
+    """A 1024-cube plan needs more than 0.6 GB at once: the run fails by itself, the others go on."""
+    out = tmp_path / 'oom.json'
+    assert main(['trial', '--planner', 'coordinated', '--scenario', 'circle_swap_1024,head_on_pair',
+                 '--memory-limit', '0.6', '--free-compute', '--no-progress', '--out', str(out)]) == 0
+    big, pair = json.loads(out.read_text())['results']
+    assert not big['success'] and 'out of memory' in big['failure'] and '0.6 GB' in big['failure']
+    assert pair['success']
+    assert 'out of memory' in capsys.readouterr().out
+    assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY   # this process's own is given back

@@ -13,6 +13,8 @@ metrics are computed on the true positions in scenario coordinates with the benc
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from collections import deque
@@ -83,11 +85,14 @@ def place(scenario: Scenario) -> Placement:
 
 
 def navigator_setup(scenario: Scenario, placement: Placement, planner: str, overrides: dict | None = None):
-    """(settings, params, handle, tick_on_fresh_states) of the navigator node for this scenario: the package's
-    parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the disc the
-    planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name -> value).
-    ValueError naming a bad override."""
+    """(settings, params, handle, tick_on_fresh_states, config) of the navigator node for this scenario: the
+    package's parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the
+    disc the planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name ->
+    value). ``config``: a digest of the files' parameters and the overrides (a run is a function of them: records
+    made with other ones say so). ValueError naming a bad override."""
     parameters = read_parameter_files(default_parameter_files())
+    config = hashlib.sha256(json.dumps([parameters, overrides or {}], sort_keys=True, default=str).encode()
+                            ).hexdigest()[:12]
     cubes = [f'cube{i}' for i in range(scenario.n_agents)]
     (cx0, cy0, cx1, cy1) = parameters.get('mat_rect', (45.0, 45.0, 455.0, 455.0))
     x0, y0, x1, y1 = placement.rect
@@ -106,7 +111,7 @@ def navigator_setup(scenario: Scenario, placement: Placement, planner: str, over
     (hx0, hx1), (hy0, hy1) = handle.border_x, handle.border_y
     handle = replace(handle, border_x=(hx0 + shift[0], hx1 + shift[1]), border_y=(hy0 + shift[2], hy1 + shift[3]))
     settings.check()
-    return settings, params, handle, bool(parameters.get('tick_on_fresh_states', True))
+    return settings, params, handle, bool(parameters.get('tick_on_fresh_states', True)), config
 
 
 @dataclass
@@ -129,7 +134,8 @@ class ClosedLoop:
         self.compute = compute if isinstance(compute, Compute) else Compute(compute, planner)
         self.scenario, self.profile = scenario, profile
         self.placement = place(scenario)
-        settings, params, handle, self.tick_on_fresh = navigator_setup(scenario, self.placement, planner, overrides)
+        settings, params, handle, self.tick_on_fresh, self.config = navigator_setup(scenario, self.placement, planner,
+                                                                                    overrides)
         self.period = 1.0 / settings.rate_hz
         self.rng = streams(seed, scenario.seed)
         off = self.placement.offset
@@ -341,6 +347,7 @@ def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: in
     record['failure'] = diagnose(traj, scenario, metrics, loop.cubes)
     first = loop.link.first_motion
     record['first_motion_s'] = None if first is None else round(float(first), 9)
+    record['config'] = loop.config
     record['compute'] = loop.compute.mode
     record['compute_s'] = round(loop.compute.charged_s, 9)
     record['simulated_s'] = round(float(loop.world.time), 9)
@@ -351,3 +358,13 @@ def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: in
                                longest_tick_s=round(loop.compute.longest_s, 9),
                                plans=int(getattr(planner_, 'plans', 0)))
     return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall, loop.compute.cpu_s)
+
+
+def out_of_memory_record(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, compute: str,
+                         limit_gb: float) -> dict:
+    """The record of a run that raised MemoryError under a memory limit: failed, with what is known of it."""
+    return dict(name=scenario.name, category=scenario.category, seed=int(seed), planner=planner,
+                profile=profile.name, n_agents=scenario.n_agents, success=False, success_time=None,
+                success_collision_free=False, fraction_arrived=0.0, collisions=0, obstacle_collisions=0,
+                makespan=None, failure=f'out of memory: the run needed more than its {limit_gb:g} GB address space',
+                first_motion_s=None, compute=compute, compute_s=None)
