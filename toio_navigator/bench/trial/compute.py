@@ -13,6 +13,11 @@ for the tick's *charge*, then its commands go to the driver. Three ways to charg
 * ``measured``: the CPU time the tick took in this process (``time.thread_time``), as a live navigator would
   spend it; the record then depends on the machine and its load.
 * ``free``: nothing (a tick takes no simulated time): the trials before compute was charged.
+
+A planner that plans on a planning host (``planner.host``: `coordinated`) gets a host whose plans are ready only
+once the simulated clock has passed their cost (``s_per_work`` per work unit of the planner's own count, or the
+measured CPU of the job): the cubes hold, or drive on their last plan, meanwhile. That host runs its jobs inside
+the ticks' polls; their CPU (``host.busy_s``) is charged through the host, not to the tick.
 """
 from __future__ import annotations
 
@@ -106,12 +111,29 @@ class Compute:
         if self.mode == 'modelled':
             self._tick = self.model.tick(self.planner)
 
+    def attach(self, planner: object, clock: Callable[[], float]) -> None:
+        """Give a planner that plans on a host (``planner.host``) the trial's host: its plans are ready at the
+        simulated time their cost says. Without a charge the planner keeps its own (inline) host."""
+        if self.mode == 'free' or getattr(planner, 'host', None) is None:
+            return
+        from toio_navigator.planners.coordinated.host import ModelledHost  # noqa: PLC0415 only planners with a host
+        per_work = self.model.s_per_work
+        planner.host = ModelledHost(clock=clock, cost=lambda work: per_work * work, measured=self.mode == 'measured')
+
+    def plans_s(self, planner: object) -> float:
+        """Seconds charged for the plans of a planner with a host (0 without one)."""
+        host = getattr(planner, 'host', None)
+        if self.mode == 'free' or host is None:
+            return 0.0
+        return float(getattr(host, 'compute_s', 0.0))
+
     def run_tick(self, step: Callable[[float], list], now: float, planner: object, n: int) -> tuple[list, float]:
         """(the tick's decisions, its charge in seconds): ``step(now)`` run and charged."""
         plans = getattr(planner, 'plans', None)
+        host = getattr(planner, 'host', None)
+        busy = float(getattr(host, 'busy_s', 0.0))
         # a planner that plans within its tick (no planning host) plans when it was told to plan again
-        planning = self.mode == 'modelled' and bool(getattr(planner, 'replan', False)) and \
-            not getattr(planner, 'planning_host', None)
+        planning = self.mode == 'modelled' and bool(getattr(planner, 'replan', False)) and host is None
         started = time.thread_time()
         if planning:
             profile = cProfile.Profile()
@@ -122,7 +144,8 @@ class Compute:
                 profile.disable()
         else:
             decisions = step(now)
-        cpu = time.thread_time() - started
+        # a host's jobs run inside the tick's polls: their CPU is the host's to charge
+        cpu = time.thread_time() - started - (float(getattr(host, 'busy_s', 0.0)) - busy)
         self.cpu_s += cpu
         if self.mode == 'free':
             charge = 0.0

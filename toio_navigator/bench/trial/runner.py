@@ -156,6 +156,7 @@ class ClosedLoop:
             cube.write(pr.Characteristic.CONFIGURATION, every_step)
         self.now = 0.0
         self.controller = SwarmController(settings, params, handle, clock=lambda: self.now)
+        self.compute.attach(self.controller.planner, clock=lambda: self.now)
         self.events = EventQueue()
         self.link = MotorLink(self.firmware, self.events, _driver_min_interval(), profile.write_latency,
                               profile.write_loss, self.rng['write_latency'], self.rng['write_loss'],
@@ -349,15 +350,18 @@ def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: in
     record['first_motion_s'] = None if first is None else round(float(first), 9)
     record['config'] = loop.config
     record['compute'] = loop.compute.mode
-    record['compute_s'] = round(loop.compute.charged_s, 9)
+    plans_s = loop.compute.plans_s(loop.controller.planner)
+    record['compute_s'] = round(loop.compute.charged_s + plans_s, 9)
     record['simulated_s'] = round(float(loop.world.time), 9)
     record['link'] = loop.link.counters.as_dict()
     planner_ = loop.controller.planner
     record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls, states_dropped=loop.states_dropped,
                                sidesteps=int(loop.controller.sidesteps.sum()),
-                               longest_tick_s=round(loop.compute.longest_s, 9),
+                               longest_tick_s=round(loop.compute.longest_s, 9), plans_s=round(plans_s, 9),
                                plans=int(getattr(planner_, 'plans', 0)))
-    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall, loop.compute.cpu_s)
+    host = getattr(planner_, 'host', None)        # the CPU of a planning host's jobs is counted there
+    cpu = loop.compute.cpu_s + float(getattr(host, 'compute_cpu_s', 0.0))
+    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall, cpu)
 
 
 def out_of_memory_record(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, compute: str,
