@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one(job, progress=None):
+def run_one(job, progress=None):
     """One run: (record, wall seconds, simulated seconds, tick wall times, compute CPU seconds)."""
 
     scenario, seed, planner, profile, overrides, compute, memory_gb = job
@@ -157,13 +157,13 @@ def _results(jobs, planner, profile, overrides, workers: int, tty: bool, compute
     if workers == 1:
         for index, (scenario, seed) in enumerate(jobs, 1):
             label = f'[{index}/{len(jobs)}] {scenario.name} seed {seed}'
-            out = _one((scenario, seed, planner, profile, overrides, compute, memory_gb),
+            out = run_one((scenario, seed, planner, profile, overrides, compute, memory_gb),
                        progress=lambda k, total: bar.show(label, k, total))
             bar.clear()
             yield index, out
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_one, (s, seed, planner, profile, overrides, compute, memory_gb)) for s, seed in jobs]
+        futures = [pool.submit(run_one, (s, seed, planner, profile, overrides, compute, memory_gb)) for s, seed in jobs]
         for index, future in enumerate(futures, 1):
             bar.show(f'{len(jobs)} runs on {workers} processes', index - 1, len(jobs))
             out = future.result()
