@@ -59,7 +59,7 @@ class Plan:
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
            refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None,
-           stop: Callable[[], bool] = never) -> Plan:
+           stop: Callable[[], bool] = never, work=None) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
@@ -68,7 +68,8 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     proposes no move turning sharper than that (a cosine) from the way the cube came, unless it stood still the
     step before (pibt.Pibt.turn_limit: turning takes a real cube as long as a step; the search's own constraints
     may still ask for any move). ``stop``: asked before every successor; once it says True the search ends as if
-    its budget had run out (a plan nobody waits for any more)."""
+    its budget had run out (a plan nobody waits for any more). ``work`` (host.Work): what the search does is added
+    to it as it goes (PIBT's cubes looked at, and N per configuration made)."""
     n = len(start)
     target = tuple(int(t) for t in graph.target)
     pibt = Pibt(graph, rng.random(n) + 0.5)
@@ -139,7 +140,10 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
             for x in (options[k] for k in rng.permutation(len(options))):
                 node.tree.append(_Constraint(low.who + (i,), low.where + (x,)))
         expanded += 1
+        before = pibt.ops
         out = pibt.step(list(node.config), node.order, list(zip(low.who, low.where)), node.heading)
+        if work is not None:
+            work.add(pibt.ops - before + n)
         if out is None:
             continue
         q_next, rank = out

@@ -1,0 +1,248 @@
+"""The searches of `coordinated` as jobs for a planning host (:mod:`host`): a first complete plan fast, then
+improvements of the plan under way, each a splice that leaves what the cubes are doing untouched.
+
+* :func:`first_plan`: the lattice and the coordination graph for the cubes' starts and goals, then LaCAM (a few
+  seeds while the work allows; the first complete plan is the one to beat) and, for a handful of cubes whose plan
+  is long, priority-based search; the plan the cost model estimates fastest, as a dependency graph.
+* :func:`improvement`: large-neighbourhood search on the plan under way from a *commit step* on: the plan's
+  configuration there is the start of the search, its steps before it stay as they are. One cube at a time
+  around the others, then groups of cubes (Li et al., IJCAI 2021). Each better plan is a splice: the old steps up
+  to the commit step, the new ones after; every cube's path keeps its keypoints up to there, so a cube whose
+  progress has not passed them is where the new plan has it, and the gates on what it already did are the old
+  ones (docs/planners.md, the invariant).
+
+Every job counts its work (:class:`host.Work`): the same inputs give the same plans and the same work numbers on
+every machine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from toio_navigator.planners.coordinated import dependencies, lacam, prioritized
+from toio_navigator.planners.coordinated.dependencies import CyclicPlan, Dependencies
+from toio_navigator.planners.coordinated.graph import CoordinationGraph
+from toio_navigator.planners.coordinated.host import BUDGET_TIME, DONE, FIRST, IMPROVED, Work
+from toio_navigator.planners.coordinated.lattice import ROW, Lattice
+from toio_navigator.planners.coordinated.params import CoordinatedParams, Internal
+
+WORK_LATTICE = 2.0       # work units (about a microsecond here each) per free-space cell or vertex of a candidate
+WORK_FIELDS = 0.02       # ... per relaxation of an edge in the route fields
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a first plan is made for (a snapshot: the job may run beside the ticks)."""
+    starts: np.ndarray             # (N, 2) the cubes to plan
+    goals: np.ndarray              # (N, 2)
+    radius: float                  # the largest of their radii
+    obstacles: np.ndarray          # (M, 2) cubes that stand still (not planned)
+    obstacle_reach: np.ndarray     # (M,) distance a planned cube's centre keeps from each
+    walls: np.ndarray              # (W, 5)
+    area: tuple[float, float, float, float]
+    closed: bool                   # real cubes (latency > 0): wider margins, the real-cube cost model
+    speed: float                   # ideal discs: their speed (the cost model's)
+    seed: int
+
+
+@dataclass
+class Planned:
+    """A plan ready to be carried out: the graph, the plan, its dependency graph and what the model estimates."""
+    graph: CoordinationGraph
+    plan: lacam.Plan
+    deps: Dependencies
+    estimate: float                # s the cost model estimates it takes
+    lattice: Lattice
+    shared: np.ndarray | None = None       # (N,) a splice: arc length up to which each path is the old one's
+    base: 'Planned | None' = field(default=None, repr=False)   # the plan a splice goes on from
+
+
+def spacing_of(problem: Problem, params: CoordinatedParams) -> tuple[float, float, float]:
+    """(pair distance D, lattice spacing, wall clearance of a cube's centre)."""
+    distance = 2.0 * problem.radius + (params.loop_margin if problem.closed else params.margin)
+    clearance = problem.radius + (params.loop_wall_margin if problem.closed else params.wall_margin)
+    return distance, distance / ROW, clearance
+
+
+def lattice_for(problem: Problem, params: CoordinatedParams, work: Work | None = None) -> Lattice:
+    """The lattice over the area (the bounds, or the cubes and goals with room around)."""
+    _d, spacing, clearance = spacing_of(problem, params)
+    lattice = Lattice.build(problem.area, spacing, problem.walls, clearance)
+    if work is not None:
+        work.add(WORK_LATTICE * (lattice.build_work + lattice.size))
+    return lattice
+
+
+def _estimate(dep: Dependencies, problem: Problem, params: CoordinatedParams) -> float:
+    model = (Internal.estimate_speed, Internal.estimate_turn, Internal.estimate_wait) if problem.closed else (
+        problem.speed, 0.0, 0.0)
+    return dependencies.duration(dep, *model, problem.closed and params.backward)
+
+
+def _planned(graph, plan, problem, params, lattice, work: Work, fixed=None) -> Planned | None:
+    """The plan as a dependency graph with its estimate; None if its graph has a cycle."""
+    try:
+        dep = dependencies.build(graph, plan, params.straight, fixed)
+    except CyclicPlan:
+        return None
+    work.add(dep.work)
+    return Planned(graph, plan, dep, _estimate(dep, problem, params), lattice)
+
+
+def _rank(p: Planned) -> tuple:
+    """How plans are compared: complete first, then the lower estimate."""
+    return (not p.plan.complete, p.estimate)
+
+
+def first_budget(n: int, params: CoordinatedParams) -> float:
+    """Work units a first plan for ``n`` cubes may take once it has a complete plan: ``first_time_s`` at 16
+    cubes, growing a little slower than the swarm."""
+    return params.first_time_s * 1e6 * max(1.0, n / 16.0) ** 0.8
+
+
+def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | None = None):
+    """The job's steps (:data:`host.Steps`) for a first plan; ``lattice``: one already built for this problem's
+    area, walls and spacing (None: build it). Within :func:`first_budget` once a complete plan is found: LaCAM
+    with several seeds (for real cubes, plans that stand a step before each turn: a real cube turns on the spot;
+    plain LaCAM where those find nothing), priority-based search for a few cubes whose plan is long, then the
+    plan the model estimates fastest shortened one cube at a time and by groups."""
+    def steps(work: Work):
+        lat = lattice if lattice is not None else lattice_for(problem, params, work)
+        distance, _spacing, _clearance = spacing_of(problem, params)
+        graph = CoordinationGraph(lat, problem.starts, problem.goals, distance, problem.obstacles,
+                                  problem.obstacle_reach)
+        work.add(WORK_FIELDS * lat.field_work + 100 * graph.N)
+        begun = work.count
+        limit = [begun + 0.5 * first_budget(graph.N, params)]     # half of it for seeds, the rest to shorten
+        best: list[Planned | None] = [None]
+
+        def enough() -> bool:
+            return work.spent() or (best[0] is not None and best[0].plan.complete and work.count > limit[0])
+
+        def consider(plan: lacam.Plan | None, tidy: bool = True) -> None:
+            if plan is not None:
+                made = _planned(graph, lacam.without_detours(graph, plan) if tidy else plan, problem, params, lat,
+                                work)
+                if made is not None and (best[0] is None or _rank(made) < _rank(best[0])):
+                    best[0] = made
+
+        _searches(graph, problem, params, work, enough, consider)
+        limit[0] = begun + first_budget(graph.N, params)
+        if best[0] is not None and not enough():
+            _polish(graph, problem, params, work, enough, consider, best)
+        yield best[0], work.why or FIRST, True
+    return steps
+
+
+def _searches(graph, problem, params, work, enough, consider) -> None:
+    """LaCAM tries, then (few cubes, a long plan) priority-based search."""
+    start = [graph.V + graph.N + k for k in range(graph.N)]
+    turn_limit = Internal.turn_step if problem.closed else None
+    budget = Internal.try_budget if problem.closed else params.search_budget
+    best = []
+
+    def complete() -> bool:
+        return any(p.complete for p in best)
+
+    for k in range(Internal.first_tries):
+        if k and enough():
+            break
+        rng = np.random.default_rng([problem.seed, k])
+        plan = lacam.search(graph, start, rng, budget, keep_right=Internal.keep_right * (k % 2),
+                            turn_limit=turn_limit, stop=enough, work=work)
+        best.append(plan)
+        consider(plan)
+    if not complete():
+        # plans that turn as they go are found far sooner in a dense crowd
+        plan = lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
+                            stop=work.spent, work=work)
+        best.append(plan)
+        consider(plan)
+    longest = _longest_route(graph)
+    if graph.N <= Internal.pbs_agents and not enough() and (
+            not complete() or min(len(p.configs) for p in best if p.complete) > Internal.long_plan * longest):
+        consider(prioritized.priority_search(graph, start, Internal.pbs_limit, Internal.pbs_budget, enough, work))
+
+
+def _polish(graph, problem, params, work, enough, consider, best) -> None:
+    """The best plan shortened one cube at a time, then by groups, while the budget lasts."""
+    turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
+    plan = best[0].plan
+    if not plan.complete:
+        return
+    short = prioritized.shorten(graph, plan, Internal.pbs_limit, turn_limit, Internal.shorten_moves * graph.N,
+                                follow, enough, work)
+    consider(short)
+    rng = np.random.default_rng([problem.seed, 7])
+    current = lacam.without_detours(graph, short)
+    while not enough():
+        before = current.configs
+        current = lacam.without_detours(graph, prioritized.improve(
+            graph, current, rng, Internal.group_batch, params.group_size, Internal.pbs_limit, turn_limit,
+            Internal.group_budget, None, follow, enough, work))
+        if current.configs == before:
+            break                          # a batch of groups found nothing: the rest of the budget would not
+        consider(current, tidy=False)
+
+
+def _longest_route(graph: CoordinationGraph) -> float:
+    """The longest shortest route of a cube, in lattice edges."""
+    return max((graph.route(k, graph.V + graph.N + k) for k in range(graph.N)), default=0.0) / graph.lattice.spacing
+
+
+def commit_points(base: Planned, commit: int) -> tuple[list[list[int]], np.ndarray]:
+    """(per cube, the keypoints of its path kept up to the plan's step ``commit``; per cube the arc length of the
+    last of them): a splice at that step keeps each path up to there."""
+    configs = base.plan.configs
+    fixed, shared = [], np.zeros(len(configs[0]))
+    for i in range(len(configs[0])):
+        moves = sum(1 for t in range(commit) if configs[t + 1][i] != configs[t][i])
+        keys = [k for k in base.deps.keys[i] if k <= moves]
+        fixed.append(keys)
+        shared[i] = float(base.deps.arcs[i][len(keys) - 1])
+    return fixed, shared
+
+
+def splice(plan: lacam.Plan, commit: int, tail: lacam.Plan) -> lacam.Plan:
+    """``plan`` up to step ``commit``, then ``tail`` (which starts where ``plan`` is at that step)."""
+    return lacam.Plan(configs=list(plan.configs[:commit]) + list(tail.configs),
+                      ranks=list(plan.ranks[:commit]) + list(tail.ranks), complete=tail.complete,
+                      expanded=plan.expanded + tail.expanded)
+
+
+def improvement(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int):
+    """The job's steps for better plans than ``base`` from its step ``commit`` on (each a splice there, yielded as
+    found, the last one final; None when nothing better was found)."""
+    def steps(work: Work):
+        graph = base.graph
+        at = min(commit, len(base.plan.configs) - 1)
+        tail = lacam.Plan(configs=list(base.plan.configs[at:]), ranks=list(base.plan.ranks[at:]),
+                          complete=base.plan.complete, expanded=0)
+        fixed, shared = commit_points(base, at)
+        turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
+        rng = np.random.default_rng([seed, at])
+        best = base.estimate
+        current = tail
+        stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
+        for stage, _k in stages:
+            if work.spent() or len(current.configs) < 2:
+                break
+            if stage == 'shorten':
+                candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
+                                                Internal.shorten_moves * graph.N, follow, work.spent, work)
+            else:
+                candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
+                                                Internal.pbs_limit, turn_limit, Internal.group_budget, None,
+                                                follow, work.spent, work)
+            candidate = lacam.without_detours(graph, candidate)
+            if candidate.configs == current.configs:
+                continue
+            current = candidate
+            made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
+            if made is not None and made.estimate < best - Internal.better_s:
+                made.shared, made.base = shared, base
+                best = made.estimate
+                yield made, IMPROVED, False
+        yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
+    return steps
