@@ -26,7 +26,7 @@ def head_on() -> Scenario:
 def charging(seconds_per_tick: float) -> Compute:
     """Every orca_kr tick costs ``seconds_per_tick``."""
     return Compute('modelled', 'orca_kr', CostModel(ticks={'orca_kr': TickCost(seconds_per_tick, 0.0)},
-                                                    s_per_call=0.0, s_per_work=0.0))
+                                                    s_per_work=0.0))
 
 
 def test_a_tick_that_takes_longer_than_its_commands_never_moves_a_cube(head_on):
@@ -78,7 +78,7 @@ def test_the_options_choose_the_charge_and_exclude_each_other(head_on, tmp_path,
 
 def test_a_planner_without_a_calibrated_cost_is_refused_with_a_way_out():
     with pytest.raises(ValueError, match='no tick cost for planner .*--free-compute'):
-        Compute('modelled', 'orca_kr', CostModel(ticks={}, s_per_call=0.0, s_per_work=0.0))
+        Compute('modelled', 'orca_kr', CostModel(ticks={}, s_per_work=0.0))
     with pytest.raises(ValueError, match="unknown compute mode 'cheap'"):
         Compute('cheap', 'orca_kr')
 

@@ -6,35 +6,30 @@ that stamp + its duration). A trial charges each tick the same way: the navigato
 for the tick's *charge*, then its commands go to the driver. Three ways to charge:
 
 * ``modelled`` (the default): a deterministic cost model calibrated on this machine (:data:`MODEL`, made by
-  ``tools/bench/compute_model.py``; docs/trial.md), so a record stays a pure function of the seed. A tick costs
-  ``base_s + per_cube_s * N`` of its planner; a tick in which a planner that plans within its ticks makes a plan
-  costs the Python calls the navigator's own code makes in it (counted with cProfile, which is deterministic:
-  the same inputs make the same calls) times ``s_per_call``.
+  ``tools/bench/compute_model.py``; docs/trial.md), so a record stays a pure function of the seed: a tick costs
+  ``base_s + per_cube_s * N`` of its planner.
 * ``measured``: the CPU time the tick took in this process (``time.thread_time``), as a live navigator would
   spend it; the record then depends on the machine and its load.
 * ``free``: nothing (a tick takes no simulated time): the trials before compute was charged.
 
 A planner that plans on a planning host (``planner.host``: `coordinated`) gets a host whose plans are ready only
-once the simulated clock has passed their cost (``s_per_work`` per work unit of the planner's own count, or the
-measured CPU of the job): the cubes hold, or drive on their last plan, meanwhile. That host runs its jobs inside
-the ticks' polls; their CPU (``host.busy_s``) is charged through the host, not to the tick.
+once the simulated clock has passed their cost (``s_per_work`` per work unit of the planner's own deterministic
+count, or the measured CPU of the job): the cubes hold, or drive on their last plan, meanwhile. That host runs
+its jobs inside the ticks' polls; their CPU (``host.busy_s``) is charged through the host, not to the tick.
 """
 from __future__ import annotations
 
-import cProfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 #: the ways a trial charges the navigator's compute (the first is the default)
 MODES = ('modelled', 'measured', 'free')
-_PACKAGE = str(Path(__file__).resolve().parents[2])    # calls made by code under toio_navigator/ count
 
 
 @dataclass(frozen=True)
 class TickCost:
-    """CPU seconds of one tick that makes no plan: ``base_s + per_cube_s * N``."""
+    """CPU seconds of one tick (a planning host's jobs apart): ``base_s + per_cube_s * N``."""
     base_s: float
     per_cube_s: float
 
@@ -46,7 +41,6 @@ class TickCost:
 class CostModel:
     """The calibrated cost model (seconds of CPU on the machine it was calibrated on)."""
     ticks: dict[str, TickCost]           # planner name -> its tick cost
-    s_per_call: float                    # a tick that makes a plan: seconds per counted call
     s_per_work: float                    # a planning host's job: seconds per work unit of the planner
     calibrated_on: str = ''              # where and when (tools/bench/compute_model.py prints it)
 
@@ -70,27 +64,9 @@ MODEL = CostModel(
         'orca_kr_diff': TickCost(0.0, 0.0),
         'coordinated': TickCost(0.0, 0.0),
     },
-    s_per_call=0.0,
     s_per_work=0.0,
     calibrated_on='not calibrated',
 )
-
-
-def counted_calls(profile: cProfile.Profile) -> int:
-    """The calls the package's own functions made (and the calls made to them): what its code decided to do,
-    without the calls inside numpy or the standard library, whose number may depend on what ran before in the
-    process (an import done once, a regular expression compiled once)."""
-    total = 0
-    for entry in profile.getstats():
-        code = entry.code
-        if isinstance(code, str) or not code.co_filename.startswith(_PACKAGE):
-            continue
-        total += entry.callcount
-        for sub in entry.calls or ():
-            callee = sub.code
-            if isinstance(callee, str) or not callee.co_filename.startswith(_PACKAGE):
-                total += sub.callcount
-    return total
 
 
 @dataclass
@@ -102,7 +78,6 @@ class Compute:
     charged_s: float = 0.0               # simulated seconds charged over the run
     cpu_s: float = 0.0                   # CPU seconds the ticks took here (not deterministic)
     longest_s: float = 0.0               # the longest charge of one tick
-    calls: int = 0                       # counted calls of the planning ticks (modelled mode)
     _tick: TickCost | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -114,7 +89,7 @@ class Compute:
     def attach(self, planner: object, clock: Callable[[], float]) -> None:
         """Give a planner that plans on a host (``planner.host``) the trial's host: its plans are ready at the
         simulated time their cost says. Without a charge the planner keeps its own (inline) host."""
-        if self.mode == 'free' or getattr(planner, 'host', None) is None:
+        if self.mode == 'free' or not hasattr(planner, 'host'):
             return
         from toio_navigator.planners.coordinated.host import ModelledHost  # noqa: PLC0415 only planners with a host
         per_work = self.model.s_per_work
@@ -129,32 +104,16 @@ class Compute:
 
     def run_tick(self, step: Callable[[float], list], now: float, planner: object, n: int) -> tuple[list, float]:
         """(the tick's decisions, its charge in seconds): ``step(now)`` run and charged."""
-        plans = getattr(planner, 'plans', None)
-        host = getattr(planner, 'host', None)
-        busy = float(getattr(host, 'busy_s', 0.0))
-        # a planner that plans within its tick (no planning host) plans when it was told to plan again
-        planning = self.mode == 'modelled' and bool(getattr(planner, 'replan', False)) and host is None
+        busy = float(getattr(getattr(planner, 'host', None), 'busy_s', 0.0))
         started = time.thread_time()
-        if planning:
-            profile = cProfile.Profile()
-            profile.enable()
-            try:
-                decisions = step(now)
-            finally:
-                profile.disable()
-        else:
-            decisions = step(now)
-        # a host's jobs run inside the tick's polls: their CPU is the host's to charge
-        cpu = time.thread_time() - started - (float(getattr(host, 'busy_s', 0.0)) - busy)
+        decisions = step(now)
+        # a host's jobs run inside the tick's polls: their CPU is the host's to charge (the host may be new)
+        cpu = time.thread_time() - started - (float(getattr(getattr(planner, 'host', None), 'busy_s', 0.0)) - busy)
         self.cpu_s += cpu
         if self.mode == 'free':
             charge = 0.0
         elif self.mode == 'measured':
             charge = cpu
-        elif planning and getattr(planner, 'plans', None) != plans:
-            calls = counted_calls(profile)
-            self.calls += calls
-            charge = calls * self.model.s_per_call
         else:
             charge = self._tick(n)
         self.charged_s += charge
