@@ -55,17 +55,17 @@ class CostModel:
 #: calibrated by ``python tools/bench/compute_model.py`` (docs/trial.md, "The compute model")
 MODEL = CostModel(
     ticks={
-        'hlavoid': TickCost(0.0, 0.0),
-        'sfm': TickCost(0.0, 0.0),
-        'ttc': TickCost(0.0, 0.0),
-        'vo': TickCost(0.0, 0.0),
-        'orca': TickCost(0.0, 0.0),
-        'orca_kr': TickCost(0.0, 0.0),
-        'orca_kr_diff': TickCost(0.0, 0.0),
-        'coordinated': TickCost(0.0, 0.0),
+        'hlavoid': TickCost(3.822e-03, 1.340e-04),
+        'sfm': TickCost(1.275e-03, 8.994e-05),
+        'ttc': TickCost(1.351e-03, 1.076e-04),
+        'vo': TickCost(3.880e-04, 4.612e-04),
+        'orca': TickCost(4.681e-03, 7.862e-05),
+        'orca_kr': TickCost(4.419e-03, 1.688e-04),
+        'orca_kr_diff': TickCost(4.864e-03, 1.397e-04),
+        'coordinated': TickCost(1.708e-03, 2.533e-04),
     },
-    s_per_work=0.0,
-    calibrated_on='not calibrated',
+    s_per_work=7.959e-07,
+    calibrated_on='vm, 2 cores, load 18.4, 2026-12-02',
 )
 
 
