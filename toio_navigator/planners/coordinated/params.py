@@ -65,6 +65,7 @@ class Internal:
     estimate_turn = 0.8           # ... s per half turn, ...
     estimate_wait = 0.5           # ... s to stop and set off again after a wait
     step_s = 0.6                  # s a real swarm takes per plan step, about (where an improvement commits)
+    improve_job_s = 1.0           # s of work one improvement may take: it commits that far ahead of the cubes
     # -- carrying out a plan
     release = 6.0                 # u: a real cube this close to the end of a move counts as there (it stops short)
     stray = 5.0                   # u a real cube's measured position may be off its path before it holds others

@@ -16,6 +16,7 @@ every machine.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,38 +212,45 @@ def splice(plan: lacam.Plan, commit: int, tail: lacam.Plan) -> lacam.Plan:
                       expanded=plan.expanded + tail.expanded)
 
 
-def improvement(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int):
+def improvement(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int,
+                budget: float = float('inf')):
     """The job's steps for better plans than ``base`` from its step ``commit`` on (each a splice there, yielded as
-    found, the last one final; None when nothing better was found)."""
+    found, the last one final; None when nothing better was found), within ``budget`` work units."""
     def steps(work: Work):
-        graph = base.graph
-        at = min(commit, len(base.plan.configs) - 1)
-        tail = lacam.Plan(configs=list(base.plan.configs[at:]), ranks=list(base.plan.ranks[at:]),
-                          complete=base.plan.complete, expanded=0)
-        fixed, shared = commit_points(base, at)
-        turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
-        rng = np.random.default_rng([seed, at])
-        best = base.estimate
-        current = tail
-        stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
-        for stage, _k in stages:
-            if work.spent() or len(current.configs) < 2:
-                break
-            if stage == 'shorten':
-                candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
-                                                Internal.shorten_moves * graph.N, follow, work.spent, work)
-            else:
-                candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
-                                                Internal.pbs_limit, turn_limit, Internal.group_budget, None,
-                                                follow, work.spent, work)
-            candidate = lacam.without_detours(graph, candidate)
-            if candidate.configs == current.configs:
-                continue
-            current = candidate
-            made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
-            if made is not None and made.estimate < best - Internal.better_s:
-                made.shared, made.base = shared, base
-                best = made.estimate
-                yield made, IMPROVED, False
-        yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
+        limit = work.count + budget
+        yield from _improve(base, commit, problem, params, seed, work, lambda: work.spent() or work.count > limit)
     return steps
+
+
+def _improve(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int, work: Work,
+             stop) -> Iterator:
+    graph = base.graph
+    at = min(commit, len(base.plan.configs) - 1)
+    tail = lacam.Plan(configs=list(base.plan.configs[at:]), ranks=list(base.plan.ranks[at:]),
+                      complete=base.plan.complete, expanded=0)
+    fixed, shared = commit_points(base, at)
+    turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
+    rng = np.random.default_rng([seed, at])
+    best = base.estimate
+    current = tail
+    stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
+    for stage, _k in stages:
+        if stop() or len(current.configs) < 2:
+            break
+        if stage == 'shorten':
+            candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
+                                            Internal.shorten_moves * graph.N, follow, stop, work)
+        else:
+            candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
+                                            Internal.pbs_limit, turn_limit, Internal.group_budget, None,
+                                            follow, stop, work)
+        candidate = lacam.without_detours(graph, candidate)
+        if candidate.configs == current.configs:
+            continue
+        current = candidate
+        made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
+        if made is not None and made.estimate < best - Internal.better_s:
+            made.shared, made.base = shared, base
+            best = made.estimate
+            yield made, IMPROVED, False
+    yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
