@@ -20,7 +20,7 @@ class CoordinatedParams:
     apart: float = 4.0             # u beyond touching the safety layer keeps real cubes from closing in
     # -- planning
     search_budget: int = 3000      # configurations the first plan's search (LaCAM) may try
-    first_time_s: float = 0.2      # s of work a first plan for 16 cubes may spend improving itself once complete
+    first_time_s: float = 0.12     # s of work a first plan for 16 cubes may spend improving itself once complete
     improve_rounds: int = 300      # groups of cubes planned again around the others in one improvement ...
     group_size: int = 4            # ... of this many cubes each
     improve_time_s: float = 10.0   # s of planning per set of goals; then the best plan is kept (status: budget_out)
@@ -51,10 +51,9 @@ class Internal:
     try_budget = 600              # ... real cubes: each with this many configurations (plans that stand to turn
                                   # complete within a few hundred or often not within thousands)
     keep_right = 0.15             # PIBT's keep-right preference of every other try: cubes meeting head-on pass
-    pbs_agents = 8                # priority-based search is tried too for at most this many cubes (a corridor)
+    pbs_agents = 8                # priority-based search is tried too for at most this many cubes (a corridor) ...
     pbs_budget = 300              # ... with this many branches
     pbs_limit = 300               # steps of one cube's path in a space-time search
-    long_plan = 2.2               # ... when the plan has more steps than this times the longest shortest route
     shorten_moves = 5000          # moves per cube the one-at-a-time stage of an improvement may try in all
     group_batch = 30              # groups planned again between two looks at whether the plan got better
     group_budget = 20000          # moves one group's searches may try

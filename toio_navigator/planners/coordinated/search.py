@@ -98,8 +98,8 @@ def _rank(p: Planned) -> tuple:
 
 def first_budget(n: int, params: CoordinatedParams) -> float:
     """Work units a first plan for ``n`` cubes may take once it has a complete plan: ``first_time_s`` at 16
-    cubes, growing a little slower than the swarm."""
-    return params.first_time_s * 1e6 * max(1.0, n / 16.0) ** 0.8
+    cubes, growing a little slower than the swarm (a few cubes: a tenth of it at least)."""
+    return params.first_time_s * 1e6 * max(n / 16.0, 0.1) ** 0.8
 
 
 def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | None = None):
@@ -137,33 +137,30 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
 
 
 def _searches(graph, problem, params, work, enough, consider) -> None:
-    """LaCAM tries, then (few cubes, a long plan) priority-based search."""
+    """LaCAM tries (for a few cubes, priority-based search after the first), then plain LaCAM where none was
+    complete."""
     start = [graph.V + graph.N + k for k in range(graph.N)]
     turn_limit = Internal.turn_step if problem.closed else None
     budget = Internal.try_budget if problem.closed else params.search_budget
-    best = []
-
-    def complete() -> bool:
-        return any(p.complete for p in best)
-
+    found = []
     for k in range(Internal.first_tries):
         if k and enough():
             break
         rng = np.random.default_rng([problem.seed, k])
         plan = lacam.search(graph, start, rng, budget, keep_right=Internal.keep_right * (k % 2),
                             turn_limit=turn_limit, stop=enough, work=work)
-        best.append(plan)
+        found.append(plan.complete)
         consider(plan)
-    if not complete():
+        if k == 0 and graph.N <= Internal.pbs_agents:
+            # a corridor with room around it: one cube takes the long way round, which LaCAM finds late
+            plan = prioritized.priority_search(graph, start, Internal.pbs_limit, Internal.pbs_budget, work.spent,
+                                               work)
+            found.append(plan is not None)
+            consider(plan)
+    if not any(found):
         # plans that turn as they go are found far sooner in a dense crowd
-        plan = lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
-                            stop=work.spent, work=work)
-        best.append(plan)
-        consider(plan)
-    longest = _longest_route(graph)
-    if graph.N <= Internal.pbs_agents and not enough() and (
-            not complete() or min(len(p.configs) for p in best if p.complete) > Internal.long_plan * longest):
-        consider(prioritized.priority_search(graph, start, Internal.pbs_limit, Internal.pbs_budget, enough, work))
+        consider(lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
+                              stop=work.spent, work=work))
 
 
 def _polish(graph, problem, params, work, enough, consider, best) -> None:
@@ -185,11 +182,6 @@ def _polish(graph, problem, params, work, enough, consider, best) -> None:
         if current.configs == before:
             break                          # a batch of groups found nothing: the rest of the budget would not
         consider(current, tidy=False)
-
-
-def _longest_route(graph: CoordinationGraph) -> float:
-    """The longest shortest route of a cube, in lattice edges."""
-    return max((graph.route(k, graph.V + graph.N + k) for k in range(graph.N)), default=0.0) / graph.lattice.spacing
 
 
 def commit_points(base: Planned, commit: int) -> tuple[list[list[int]], np.ndarray]:
