@@ -159,18 +159,17 @@ class Execution:
         out = until.copy()
         self.binding = [None] * dep.n
         self.overran = np.zeros(dep.n, bool)
-        jobs = []
-        for i in range(dep.n):
-            jobs += self._jobs(i, float(self.progress[i]), float(until[i]))
-        held = self._check(jobs, pos)
-        done = np.zeros(dep.n, bool)
-        for job, hit in zip(jobs, held):
-            i = job[0]
-            if done[i] or hit is None:
-                continue
-            done[i] = True
-            out[i], self.binding[i] = hit
-            self.overran[i] = hit[0] <= self.progress[i] + TINY and job[2] <= self.progress[i] + TINY
+        queue = [self._jobs(i, float(self.progress[i]), float(until[i])) for i in range(dep.n)]
+        # round after round, the next item of every cube not held yet (most are held at their first, or free)
+        for r in range(max((len(q) for q in queue), default=0)):
+            jobs = [q[r] for q in queue if len(q) > r]
+            for job, hit in zip(jobs, self._check(jobs, pos)):
+                if hit is None:
+                    continue
+                i = job[0]
+                queue[i] = queue[i][:r + 1]
+                out[i], self.binding[i] = hit
+                self.overran[i] = hit[0] <= self.progress[i] + TINY and job[2] <= self.progress[i] + TINY
         return np.maximum(np.minimum(out, until), np.minimum(self.progress, until))
 
     def _jobs(self, i: int, s: float, until: float) -> list[tuple]:

@@ -328,6 +328,13 @@ class CoordinationGraph:
         return bool(self.lattice.straight_clear(pa[None], pb[None], np.vstack([pa, pb]))[0]) and \
             self._special_edge_ok(a, b)
 
+    def straight_ok_from(self, a: int, bs: list[int]) -> np.ndarray:
+        """:meth:`straight_ok` from vertex a to each of ``bs``, the walls all at once."""
+        ok = self.lattice.straight_clear_from(self.points[a], self.points[np.array(bs, np.int64)].reshape(-1, 2))
+        if len(self.obstacles):
+            ok &= np.array([self._special_edge_ok(a, b) for b in bs], bool)
+        return ok
+
     def items_conflict(self, a: tuple[int, int], b: tuple[int, int], exact: bool = False) -> tuple[bool, float]:
         """Do the way a (u, x) of one cube and b of another conflict, and the distance they must keep."""
         v = self.V

@@ -60,6 +60,7 @@ class Lattice:
     walls: np.ndarray
     clearance: float
     build_work: int = 0             # free-space cells and vertices of every candidate tried (deterministic work)
+    convex: bool = False            # the free space is a rectangle (only a mat's edges): every straight way is clear
     field_work: int = 0             # relaxations of the last route fields
 
     @property
@@ -83,7 +84,9 @@ class Lattice:
             return cls._make(_grid(bounds, rows, spacing, 0.0, False), spacing, walls, clearance)
         regular = _regular(bounds, walls, spacing, clearance)
         if regular is not None:
-            return cls._make(regular, spacing, walls, clearance, convex=True)
+            lattice = cls._make(regular, spacing, walls, clearance, convex=True)
+            lattice.convex = True
+            return lattice
         space = FreeSpace(bounds, walls, clearance, spacing)
         tried = 0
         best, best_score = None, None
@@ -147,10 +150,19 @@ class Lattice:
     def straight_clear(self, a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """For segments [a, b] (M, 2): does each keep the clearance from the walls, or the distance the points
         ``ends`` (K, 2) have now if that is less (a cube that starts or ends nearer a wall)?"""
-        if len(self.walls) == 0:
+        if len(self.walls) == 0 or self.convex:
             return np.ones(len(a), bool)
         clearance = min(self.clearance, float(wall_gap(ends, self.walls).min()) - 0.5)
         return segments_clear(a, b, self.walls, clearance, self.spacing / 6.0)
+
+    def straight_clear_from(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """For segments from the point ``a`` to each of ``b`` (M, 2): :meth:`straight_clear` of each with its own
+        two ends, all at once."""
+        if len(self.walls) == 0 or self.convex or len(b) == 0:
+            return np.ones(len(b), bool)
+        gaps = wall_gap(np.vstack([a[None], b]), self.walls) - 0.5
+        clearance = np.minimum(self.clearance, np.minimum(gaps[0], gaps[1:]))
+        return segments_gap(np.repeat(a[None], len(b), axis=0), b, self.walls, self.spacing / 6.0) >= clearance
 
     def attach(self, point: np.ndarray, usable: np.ndarray, reach: float, most: int = 3) -> np.ndarray:
         """Up to ``most`` usable vertices a cube at ``point`` can drive to in a straight line (the segment keeps

@@ -20,7 +20,7 @@ class CoordinatedParams:
     apart: float = 4.0             # u beyond touching the safety layer keeps real cubes from closing in
     # -- planning
     search_budget: int = 3000      # configurations the first plan's search (LaCAM) may try
-    first_time_s: float = 0.2      # s of work a first plan for 16 cubes may spend improving itself once complete
+    first_time_s: float = 0.12     # s of work a first plan for 16 cubes may spend improving itself once complete
     improve_rounds: int = 300      # groups of cubes planned again around the others in one improvement ...
     group_size: int = 4            # ... of this many cubes each
     improve_time_s: float = 10.0   # s of planning per set of goals; then the best plan is kept (status: budget_out)
@@ -51,10 +51,9 @@ class Internal:
     try_budget = 600              # ... real cubes: each with this many configurations (plans that stand to turn
                                   # complete within a few hundred or often not within thousands)
     keep_right = 0.15             # PIBT's keep-right preference of every other try: cubes meeting head-on pass
-    pbs_agents = 8                # priority-based search is tried too for at most this many cubes (a corridor)
+    pbs_agents = 8                # priority-based search is tried too for at most this many cubes (a corridor) ...
     pbs_budget = 300              # ... with this many branches
     pbs_limit = 300               # steps of one cube's path in a space-time search
-    long_plan = 2.2               # ... when the plan has more steps than this times the longest shortest route
     shorten_moves = 5000          # moves per cube the one-at-a-time stage of an improvement may try in all
     group_batch = 30              # groups planned again between two looks at whether the plan got better
     group_budget = 20000          # moves one group's searches may try
@@ -65,6 +64,7 @@ class Internal:
     estimate_turn = 0.8           # ... s per half turn, ...
     estimate_wait = 0.5           # ... s to stop and set off again after a wait
     step_s = 0.6                  # s a real swarm takes per plan step, about (where an improvement commits)
+    improve_job_s = 1.0           # s of work one improvement may take: it commits that far ahead of the cubes
     # -- carrying out a plan
     release = 6.0                 # u: a real cube this close to the end of a move counts as there (it stops short)
     stray = 5.0                   # u a real cube's measured position may be off its path before it holds others

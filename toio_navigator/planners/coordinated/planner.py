@@ -177,6 +177,7 @@ class CoordinatedPlanner:
         flip = np.where(back, math.pi, 0.0)      # from here on: the way each cube drives, not its heading
         key = np.full(n, math.inf)
         key[idx] = ex.key()
+        driven = speed
         speed, make_way = safety.keep_apart(pos, idx, waypoint, speed, (np.asarray(state.vel, float), in_flight),
                                             radius, (heading + flip, later + flip), running[idx], before, key,
                                             p.apart)
@@ -191,7 +192,7 @@ class CoordinatedPlanner:
         if (speed > 0).any():
             self.last_motion = self.clock
         self.last = dict(execution=ex, progress=ex.progress.copy(), limit=limit, agents=idx,
-                         why=list(self.driver.why), key=key)
+                         why=list(self.driver.why), key=key, safety=np.nonzero(speed < driven)[0])
         return out
 
     def _ideal_tick(self, state: SwarmState, dt: float, pos, held, out: PlannerOutput) -> PlannerOutput:
@@ -331,9 +332,11 @@ class CoordinatedPlanner:
         job = self._job
         if job is not None and job['kind'] == 'improve':
             for update in host.poll():
-                if update.plan is not None and self._consistent(update.plan):
+                # (a job's later plans go on from the same plan as its first: they replace each other)
+                if update.plan is not None and self.current in (job['base'], job.get('made')) and \
+                        self._consistent(update.plan):
                     self._adopt_splice(update.plan)
-                    job['gained'] = True
+                    job['gained'], job['made'] = True, update.plan
                 if update.final:
                     self._job = None
                     self.planning_s += update.work * 1e-6
@@ -349,8 +352,10 @@ class CoordinatedPlanner:
         if self._fruitless >= FRUITLESS or commit >= len(self.current.plan.configs) - 1:
             self.improving = False
             return
+        job_work = min(budget - self.planning_s, K.improve_job_s) * 1e6
         host.submit(PlanJob(search.improvement(self.current, commit, self.problem, self.params,
-                                               self.seed + 7919 * (self.plans + self.switches)), tag=self.key))
+                                               self.seed + 7919 * (self.plans + self.switches), job_work),
+                            tag=self.key))
         self._job = dict(kind='improve', tag=self.key, submitted=self.clock, base=self.current)
 
     def _commit_step(self) -> int:
@@ -365,9 +370,9 @@ class CoordinatedPlanner:
         return int(now) + int(math.ceil(self._lead_s / K.step_s)) + 1
 
     def _consistent(self, made: search.Planned) -> bool:
-        """May a splice be carried out from now on: it goes on from the plan under way, and no cube has gone past
-        the part of its path the two share?"""
-        return made.base is self.current and bool(np.all(self.execution.progress <= made.shared + TINY))
+        """May a splice be carried out from now on: no cube has gone past the part of its path it shares with the
+        plan under way (the caller makes sure it goes on from that plan)?"""
+        return bool(np.all(self.execution.progress <= made.shared + TINY))
 
     def _adopt_splice(self, made: search.Planned) -> None:
         old = self.execution

@@ -79,10 +79,13 @@ def _slot(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> f
     occ = res.step(t)
     seen = set()
     low, high = -math.inf, math.inf
-    near = occ.keys() & graph.around_set(u, x)
-    res.ops += WORK_SLOT + len(near)
-    for y in near:     # (the answer does not depend on the order)
-        for k, a, b in occ[y]:
+    around = graph.around(u, x)             # (a few vertices: cheaper to look each up than to intersect sets)
+    res.ops += WORK_SLOT + len(around)
+    for y in around:     # (the answer does not depend on the order)
+        here = occ.get(y)
+        if here is None:
+            continue
+        for k, a, b in here:
             if k in seen:
                 continue
             seen.add(k)

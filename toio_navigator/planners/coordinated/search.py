@@ -16,6 +16,7 @@ every machine.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,8 +98,8 @@ def _rank(p: Planned) -> tuple:
 
 def first_budget(n: int, params: CoordinatedParams) -> float:
     """Work units a first plan for ``n`` cubes may take once it has a complete plan: ``first_time_s`` at 16
-    cubes, growing a little slower than the swarm."""
-    return params.first_time_s * 1e6 * max(1.0, n / 16.0) ** 0.8
+    cubes, growing a little slower than the swarm (a few cubes: a tenth of it at least)."""
+    return params.first_time_s * 1e6 * max(n / 16.0, 0.1) ** 0.8
 
 
 def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | None = None):
@@ -136,33 +137,30 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
 
 
 def _searches(graph, problem, params, work, enough, consider) -> None:
-    """LaCAM tries, then (few cubes, a long plan) priority-based search."""
+    """LaCAM tries (for a few cubes, priority-based search after the first), then plain LaCAM where none was
+    complete."""
     start = [graph.V + graph.N + k for k in range(graph.N)]
     turn_limit = Internal.turn_step if problem.closed else None
     budget = Internal.try_budget if problem.closed else params.search_budget
-    best = []
-
-    def complete() -> bool:
-        return any(p.complete for p in best)
-
+    found = []
     for k in range(Internal.first_tries):
         if k and enough():
             break
         rng = np.random.default_rng([problem.seed, k])
         plan = lacam.search(graph, start, rng, budget, keep_right=Internal.keep_right * (k % 2),
                             turn_limit=turn_limit, stop=enough, work=work)
-        best.append(plan)
+        found.append(plan.complete)
         consider(plan)
-    if not complete():
+        if k == 0 and graph.N <= Internal.pbs_agents:
+            # a corridor with room around it: one cube takes the long way round, which LaCAM finds late
+            plan = prioritized.priority_search(graph, start, Internal.pbs_limit, Internal.pbs_budget, work.spent,
+                                               work)
+            found.append(plan is not None)
+            consider(plan)
+    if not any(found):
         # plans that turn as they go are found far sooner in a dense crowd
-        plan = lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
-                            stop=work.spent, work=work)
-        best.append(plan)
-        consider(plan)
-    longest = _longest_route(graph)
-    if graph.N <= Internal.pbs_agents and not enough() and (
-            not complete() or min(len(p.configs) for p in best if p.complete) > Internal.long_plan * longest):
-        consider(prioritized.priority_search(graph, start, Internal.pbs_limit, Internal.pbs_budget, enough, work))
+        consider(lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
+                              stop=work.spent, work=work))
 
 
 def _polish(graph, problem, params, work, enough, consider, best) -> None:
@@ -186,11 +184,6 @@ def _polish(graph, problem, params, work, enough, consider, best) -> None:
         consider(current, tidy=False)
 
 
-def _longest_route(graph: CoordinationGraph) -> float:
-    """The longest shortest route of a cube, in lattice edges."""
-    return max((graph.route(k, graph.V + graph.N + k) for k in range(graph.N)), default=0.0) / graph.lattice.spacing
-
-
 def commit_points(base: Planned, commit: int) -> tuple[list[list[int]], np.ndarray]:
     """(per cube, the keypoints of its path kept up to the plan's step ``commit``; per cube the arc length of the
     last of them): a splice at that step keeps each path up to there."""
@@ -211,38 +204,45 @@ def splice(plan: lacam.Plan, commit: int, tail: lacam.Plan) -> lacam.Plan:
                       expanded=plan.expanded + tail.expanded)
 
 
-def improvement(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int):
+def improvement(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int,
+                budget: float = float('inf')):
     """The job's steps for better plans than ``base`` from its step ``commit`` on (each a splice there, yielded as
-    found, the last one final; None when nothing better was found)."""
+    found, the last one final; None when nothing better was found), within ``budget`` work units."""
     def steps(work: Work):
-        graph = base.graph
-        at = min(commit, len(base.plan.configs) - 1)
-        tail = lacam.Plan(configs=list(base.plan.configs[at:]), ranks=list(base.plan.ranks[at:]),
-                          complete=base.plan.complete, expanded=0)
-        fixed, shared = commit_points(base, at)
-        turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
-        rng = np.random.default_rng([seed, at])
-        best = base.estimate
-        current = tail
-        stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
-        for stage, _k in stages:
-            if work.spent() or len(current.configs) < 2:
-                break
-            if stage == 'shorten':
-                candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
-                                                Internal.shorten_moves * graph.N, follow, work.spent, work)
-            else:
-                candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
-                                                Internal.pbs_limit, turn_limit, Internal.group_budget, None,
-                                                follow, work.spent, work)
-            candidate = lacam.without_detours(graph, candidate)
-            if candidate.configs == current.configs:
-                continue
-            current = candidate
-            made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
-            if made is not None and made.estimate < best - Internal.better_s:
-                made.shared, made.base = shared, base
-                best = made.estimate
-                yield made, IMPROVED, False
-        yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
+        limit = work.count + budget
+        yield from _improve(base, commit, problem, params, seed, work, lambda: work.spent() or work.count > limit)
     return steps
+
+
+def _improve(base: Planned, commit: int, problem: Problem, params: CoordinatedParams, seed: int, work: Work,
+             stop) -> Iterator:
+    graph = base.graph
+    at = min(commit, len(base.plan.configs) - 1)
+    tail = lacam.Plan(configs=list(base.plan.configs[at:]), ranks=list(base.plan.ranks[at:]),
+                      complete=base.plan.complete, expanded=0)
+    fixed, shared = commit_points(base, at)
+    turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
+    rng = np.random.default_rng([seed, at])
+    best = base.estimate
+    current = tail
+    stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
+    for stage, _k in stages:
+        if stop() or len(current.configs) < 2:
+            break
+        if stage == 'shorten':
+            candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
+                                            Internal.shorten_moves * graph.N, follow, stop, work)
+        else:
+            candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
+                                            Internal.pbs_limit, turn_limit, Internal.group_budget, None,
+                                            follow, stop, work)
+        candidate = lacam.without_detours(graph, candidate)
+        if candidate.configs == current.configs:
+            continue
+        current = candidate
+        made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
+        if made is not None and made.estimate < best - Internal.better_s:
+            made.shared, made.base = shared, base
+            best = made.estimate
+            yield made, IMPROVED, False
+    yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True

@@ -20,10 +20,11 @@ from itertools import chain
 
 import numpy as np
 
-from toio_navigator.planners.coordinated.geometry import segment_gaps
+from toio_navigator.planners.coordinated.geometry import segments_gap_pairwise
 from toio_navigator.planners.coordinated.graph import EPS, CoordinationGraph
 
 Timing = tuple[list[float], list[float]]     # (arrive, leave): the steps a cube reaches and leaves each vertex
+WINDOW = 4        # straight ways from one keypoint checked at once
 
 
 def items_of(keys: list[int], vs: list[int], timing: Timing):
@@ -89,28 +90,38 @@ class _Index:
         self.a, self.b = pts[self.a_id], pts[self.b_id]
         self._dirty = False
 
-    def in_order(self, i: int, x: int, y: int, begin: float, finish: float) -> bool:
-        """Does cube i's straight move from vertex x to vertex y, from step ``begin`` to step ``finish``, conflict
-        only with items of other cubes that end before it begins or begin after it ends?"""
+    def in_order(self, i: int, x: int, ys: list[int], begin: float, finishes: list[float]) -> np.ndarray:
+        """For cube i's straight moves from vertex x to each of ``ys``, from step ``begin`` to each of
+        ``finishes``: does each conflict only with items of other cubes that end before it begins or begin after it
+        ends? All at once: the items near any of them, then every (move, item) pair."""
         self._arrays()
         g = self.graph
-        p, q = g.points[x], g.points[y]
-        lo = np.floor((np.minimum(p, q) - g.D) / self.cell).astype(np.int64)
-        hi = np.floor((np.maximum(p, q) + g.D) / self.cell).astype(np.int64)
+        p = g.points[x]
+        qs = g.points[np.array(ys, np.int64)].reshape(-1, 2)
+        finish = np.asarray(finishes, float)
+        lo = np.floor((np.minimum(p, qs.min(axis=0)) - g.D) / self.cell).astype(np.int64)
+        hi = np.floor((np.maximum(p, qs.max(axis=0)) + g.D) / self.cell).astype(np.int64)
         near = [self.cells.get((cx, cy), ()) for cx in range(lo[0], hi[0] + 1) for cy in range(lo[1], hi[1] + 1)]
         ids = np.unique(np.fromiter(chain.from_iterable(near), np.int64))
-        self.checked += len(ids) + 1
+        self.checked += len(ids) * len(ys) + 1
+        out = np.ones(len(ys), bool)
         if ids.size == 0:
-            return True
-        # only items of other cubes that overlap it in time matter
-        rows = ids[self.alive[ids] & (self.end[ids] > begin) & (self.start[ids] < finish) & (self.owner[ids] != i)]
+            return out
+        rows = ids[self.alive[ids] & (self.end[ids] > begin) & (self.start[ids] < finish.max())
+                   & (self.owner[ids] != i)]
         if rows.size == 0:
-            return True
-        gap = segment_gaps(p, q, self.a[rows], self.b[rows])
-        for k, d in zip(rows[gap < g.D - EPS].tolist(), gap[gap < g.D - EPS].tolist()):
-            if d < g.relaxed_distance((x, y), (int(self.a_id[k]), int(self.b_id[k]))) - EPS:
-                return False
-        return True
+            return out
+        m, r = len(ys), len(rows)
+        move = np.repeat(np.arange(m), r)
+        row = np.tile(rows, m)
+        overlaps = self.start[row] < finish[move]
+        gap = segments_gap_pairwise(np.broadcast_to(p, (m * r, 2)), qs[move], self.a[row], self.b[row])
+        close = np.nonzero(overlaps & (gap < g.D - EPS))[0]
+        for e in close.tolist():
+            k, y = int(row[e]), ys[int(move[e])]
+            if out[move[e]] and gap[e] < g.relaxed_distance((x, y), (int(self.a_id[k]), int(self.b_id[k]))) - EPS:
+                out[move[e]] = False
+        return out
 
 
 def keypoints(graph: CoordinationGraph, vertices: list[list[int]], timing: list[Timing],
@@ -126,10 +137,18 @@ def keypoints(graph: CoordinationGraph, vertices: list[list[int]], timing: list[
         k = keys[-1]
         while k < len(vs) - 1:
             best = k + 1
-            for m in range(k + 2, len(vs)):
-                if not graph.straight_ok(vs[k], vs[m]) or not items.in_order(i, vs[k], vs[m], leave[k], arrive[m]):
+            for first in range(k + 2, len(vs), WINDOW):       # a few at a time: the first failure ends it
+                ms = list(range(first, min(first + WINDOW, len(vs))))
+                ok = graph.straight_ok_from(vs[k], [vs[m] for m in ms])
+                upto = int(np.argmin(ok)) if not ok.all() else len(ms)     # the first way too near a wall
+                if upto:
+                    ok = items.in_order(i, vs[k], [vs[m] for m in ms[:upto]], leave[k],
+                                        [arrive[m] for m in ms[:upto]])
+                    upto = int(np.argmin(ok)) if not ok.all() else upto    # the first out of the plan's order
+                if upto:
+                    best = ms[upto - 1]
+                if upto < len(ms):
                     break
-                best = m
             keys.append(best)
             k = best
         if len(keys) < len(vs):
