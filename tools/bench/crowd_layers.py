@@ -2,8 +2,7 @@
 """Where the time of `coordinated` goes in the big crowds: the same scenarios, one layer of reality at a time.
 
 Each row adds one thing real cubes bring; each cell is a makespan in seconds (every run is given three times its
-time limit, so that it ends). docs/trial.md ("Where the time of the big crowds goes") shows the table and what
-follows from it.
+time limit, so that it ends).
 
 1. ideal discs on the ideal-disc lattice (``toio-nav bench``: the planner's own 2 u margin);
 2. ideal discs on the lattice of real cubes (the closed-loop margins: 13 u between cubes, 7 u to walls);
@@ -13,7 +12,7 @@ follows from it.
 
 The trials charge no compute (``--free-compute``): this table is about carrying a plan out.
 
-    python tools/bench/crowd_layers.py -j 2         # the five scenarios of docs/trial.md (about 6 min on 2 cores)
+    python tools/bench/crowd_layers.py -j 2         # its five big crowds (about 6 min on 2 cores)
     python tools/bench/crowd_layers.py --scenario circle_swap_16 --seed 1
 """
 from __future__ import annotations
