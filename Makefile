@@ -32,7 +32,27 @@ export ROS_DOMAIN_ID
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport _ROS_WHEELS_BOOTSTRAP_COMPLETE PYTHONPATH
 
-.PHONY: install demo test bench planner-table clean-venv
+# The real ROS 2 command-line tools and launch, for the tests that run `ros2 launch`, `ros2 node`, ... and
+# launch_testing (the product needs none of them): wheels built from the ROS 2 Jazzy sources in ROS_TOOLS/wheels,
+# installed into the venv with their pinned PyPI dependencies, plus composition_interfaces (launch_ros imports it at
+# start-up; no wheel carries it) built like tf2_msgs. ROS_TOOLS=DIR names the folder; left unset, it is a folder
+# ros2/ with such wheels in a folder beside the repository. Without one (and without a ROS install) those tests
+# skip, naming what is missing.
+ROS_TOOLS ?= $(patsubst %/wheels/,%,$(firstword $(dir $(wildcard $(abspath $(CURDIR)/..)/*/ros2/wheels/*.whl))))
+ROS_TOOLS_REQ := tools/ros/requirements-ros-tools.txt
+COMP_DIR := tools/ros/composition_interfaces
+COMP_BUILD := $(V)/.build/composition_interfaces
+COMP_INPUTS := $(COMP_DIR)/CMakeLists.txt $(COMP_DIR)/package.xml $(wildcard $(COMP_DIR)/srv/*.srv) $(FIXUPS)
+ROS_WHEELS := $(wildcard $(ROS_TOOLS)/wheels/*.whl)
+ifneq ($(ROS_WHEELS),)
+ROS_TOOLS_STEP := $(ST)/ros-tools
+# the tests that need the tools fail instead of skipping where make installed them
+export TOIO_NAV_ROS_TOOLS := required
+else
+ROS_TOOLS_STEP := ros-tools-absent
+endif
+
+.PHONY: install demo test bench planner-table clean-venv ros-tools-absent
 install: $(ST)/msgs $(ST)/tf2_msgs $(ST)/pip
 
 $(V)/bin/python:
@@ -80,12 +100,36 @@ $(ST)/pip: $(ST)/wheels setup.py | $(ST)/msgs $(ST)/tf2_msgs
 	python -m compileall -q -j 0 $(V)/lib toio_navigator
 	@touch $@
 
+# lark 1.3.1 (launch's substitution grammar) and rosidl's lark-parser 0.12 share the module `lark`: lark's files
+# are written again after every wheel install, and rosidl generates with them as well (composition_interfaces here).
+$(ST)/ros-tools: $(ST)/wheels $(ROS_WHEELS) $(ROS_TOOLS_REQ) $(COMP_INPUTS) | $(ST)/pip
+	@echo "installing the ROS 2 command-line tools and launch from $(ROS_TOOLS)/wheels"
+	@uv pip install -q --python $(V)/bin/python --no-deps $(ROS_WHEELS)
+	@uv pip install -q --python $(V)/bin/python --reinstall-package lark -r $(ROS_TOOLS_REQ) -c $(CON)
+	@where=$$(python -c 'import composition_interfaces.srv, os; print(os.path.dirname(composition_interfaces.__file__))' \
+	         2>/dev/null); \
+	if [ -n "$$where" ] && [ "$${where#$(V)/}" = "$$where" ]; then \
+	  echo "using the installed composition_interfaces ($$where)"; \
+	else \
+	  mkdir -p $(COMP_BUILD) && echo "building composition_interfaces (log: $(COMP_BUILD).log)" && \
+	  { cmake -S $(COMP_DIR) -B $(COMP_BUILD) -DCMAKE_INSTALL_PREFIX=$(V) -DBUILD_TESTING=OFF \
+	          -DCMAKE_PROJECT_INCLUDE=$(FIXUPS) > $(COMP_BUILD).log 2>&1 && \
+	    cmake --build $(COMP_BUILD) -j$$(nproc) >> $(COMP_BUILD).log 2>&1 && \
+	    cmake --install $(COMP_BUILD) >> $(COMP_BUILD).log 2>&1; } || { tail -40 $(COMP_BUILD).log; exit 1; }; \
+	fi
+	@python -m compileall -q -j 0 $(V)/lib
+	@touch $@
+
+ros-tools-absent:
+	@echo "no ROS 2 tool wheels in $(ROS_TOOLS): the tests of ros2 launch, ros2 node, ... and launch_testing skip"
+
 # The README's test command: the lint rules of ruff.toml, then the suite, one worker per core, each taking whole
 # files (a file's module-scoped fixtures, e.g. the lab network, stay in one worker). Most tests wait on real
 # processes and real time, so two workers halve the wall time even on two cores. (Putting the slow files first
 # was tried: two process-heavy files side by side then starved each other's simulators.)
-test: install
+test: install $(ROS_TOOLS_STEP)
 	ruff check .
+	@command -v chromium >/dev/null || echo "make test: no chromium: the browser tests are skipped (as root: apt-get install chromium)"
 	python -m pytest -q -n auto --dist loadfile test
 
 # The README's demo command (simulated cubes).
@@ -93,7 +137,7 @@ demo: install
 	toio-nav demo
 
 # Benchmarks (not part of the test command): ratios against a baseline measured in the same run.
-BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency
+BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency ble_air
 bench: install
 	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
 

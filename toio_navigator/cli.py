@@ -25,12 +25,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
               'closed-loop scenario runs: navigator + simulated cubes under BLE timing (ideal, ble, loaded)'),
     'record': ('toio_navigator.bags.record_cli', 'record topics to a rosbag2 (mcap or sqlite3)'),
     'replay': ('toio_navigator.bags.replay_cli', 'replay a bag through a fresh navigator and compare outputs'),
+    'web': ('toio_navigator.web.cli', 'a recorded bag in the web console\'s page, with a time slider'),
     'render': ('toio_navigator.bags.render_cli', 'draw a bag: mat, cubes, trajectories, waypoints, contacts'),
     'repair': ('toio_navigator.bags.repair_cli',
                'rebuild a bag whose recorder died before finalising it (like ros2 bag reindex)'),
     'bringup': ('toio_navigator.nodes.bringup', 'start the nodes of a YAML config without launch_ros'),
     'fake-bluez': ('toio_navigator.sim.bluez.cli',
                    'virtual cubes as BLE devices of a virtual BlueZ on a private D-Bus (no radio needed)'),
+    'ble-check': ('toio_navigator.ble_check_cli',
+                  'the radio before a bringup: adapters, their links, the cubes heard, how a parameter file spreads'),
     'rviz-config': ('toio_navigator.nodes.rviz_config', 'write the rviz2 config for the cubes of a bringup'),
 }
 

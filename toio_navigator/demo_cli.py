@@ -34,14 +34,16 @@ from rclpy.qos import qos_profile_sensor_data
 
 from toio_navigator.bags.record import UNFINALISED
 from toio_navigator.bags.replay import ReplayError, read_parameter_files
-from toio_navigator.control.controller import NavigatorSettings
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.launching import profiles
 from toio_navigator.launching.supervisor import Children
+from toio_navigator.launching.web_console import console_params, port_to_use
 from toio_navigator.lifecycle import StopRequest, supervised_env
 from toio_navigator.msg import CubeState, NavGoal, NavResult
 from toio_navigator.nodes.arena_demo import run_arena_demo
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.service_call import NoAnswer, call_until_answered
+from toio_navigator.settings.web_console import DEFAULT_PORT
 from toio_navigator.srv import SetGoal
 from toio_navigator.units import BODY_RADIUS, METRES_PER_UNIT, ros_to_mat_xy
 
@@ -162,6 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='instead: the arena exploration demo on this layout (toio_navigator.nodes.arena_demo)')
     parser.add_argument('--params-file', action='append', type=Path, default=None, metavar='YAML',
                         help='bringup parameter files (default: config/navigator.yaml + config/sim.yaml)')
+    parser.add_argument('--web-port', type=int, default=DEFAULT_PORT, metavar='PORT',
+                        help=f'the live web console\'s port (default {DEFAULT_PORT}, or any free one when it is taken; '
+                             '0 = any free port); the demo prints its address')
+    parser.add_argument('--no-web', dest='web', action='store_false', help='no web console')
     parser.add_argument('--navigator-topics', dest='all_topics', action='store_false',
                         help='record only the navigator\'s inputs/outputs, ground truth and contacts instead of '
                              'every topic (a lighter recorder for slow machines; replay needs only these)')
@@ -197,8 +203,8 @@ def run(args: argparse.Namespace) -> int:
     if args.arena is not None:
         return run_arena_demo(args.arena, args.out or Path('out/arena'), param_files=args.params_file)
     args.out = args.out or Path('out/demo')
-    if not (args.timeout > 0 and args.stagger >= 0):
-        print('toio-nav demo: --timeout must be > 0 and --stagger >= 0', file=sys.stderr)
+    if not (args.timeout > 0 and args.stagger >= 0 and 0 <= args.web_port <= 65535):
+        print('toio-nav demo: --timeout must be > 0, --stagger >= 0 and --web-port within 0..65535', file=sys.stderr)
         return 2
     try:
         files = [p.resolve() for p in args.params_file] if args.params_file else profiles.profile_files('sim')
@@ -236,49 +242,72 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -> int:
-    log_dir = bag_dir.parent / 'logs'
-    n = len(names)
-    print(f'toio-nav demo: {n} simulated cubes swap places through the centre of the collection mat, planner '
+    print(f'toio-nav demo: {len(names)} simulated cubes swap places through the centre of the collection mat, planner '
           f'{demo_planner(files) or "?"} (ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})', flush=True)
-    started = time.monotonic()
-    children = Children()
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = LeanNode('demo', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    tracker = Tracker(n)
-    states: dict[str, object] = {}
-    reached: dict[str, bool] = {}
-    goal_ids: dict[str, int] = {}
-    t0 = [None]
+    demo = _LiveDemo(args, files, names, bag_dir, stop)
+    try:
+        demo.start()
+        demo.drive()
+    finally:
+        demo.close()
+    return demo.report(png)
 
-    def on_truth(msg: PoseArray) -> None:
-        if len(msg.poses) != n or t0[0] is None:
+
+class _LiveDemo:
+    """One run of the live demo: a node watching the cubes' states, the navigator's results and the simulator's
+    ground truth; the bringup and the recorder as child processes; the goals and the progress line."""
+
+    def __init__(self, args, files, names, bag_dir: Path, stop: StopRequest) -> None:
+        self.args, self.files, self.names, self.bag_dir, self.stop = args, files, names, bag_dir, stop
+        self.log_dir = bag_dir.parent / 'logs'
+        self.n = len(names)
+        self.started = time.monotonic()
+        self.children = Children()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = LeanNode('demo', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.tracker = Tracker(self.n)
+        self.states: dict[str, object] = {}
+        self.reached: dict[str, bool] = {}
+        self.goal_ids: dict[str, int] = {}
+        self.t0: float | None = None
+        self.goals: np.ndarray | None = None
+        self.recorder = None
+        self.timed_out = False
+        self.node.create_subscription(PoseArray, 'mat_sim/ground_truth', self._on_truth, qos_profile_sensor_data)
+        for c in names:
+            self.node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: self.states.__setitem__(c, m),
+                                          qos_profile_sensor_data)
+            self.node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: self._on_result(c, m), 10)
+        self.set_goal = self.node.create_client(SetGoal, 'navigator/set_goal')
+
+    def _on_truth(self, msg: PoseArray) -> None:
+        if len(msg.poses) != self.n or self.t0 is None:
             return
         xy = np.array([ros_to_mat_xy(p.position.x, p.position.y) for p in msg.poses])
-        tracker.add(time.monotonic() - t0[0], xy)
+        self.tracker.add(time.monotonic() - self.t0, xy)
 
-    def on_result(cube: str, msg: NavResult) -> None:
-        if goal_ids.get(cube) and msg.goal_id == goal_ids[cube] and msg.reached and not reached.get(cube):
-            reached[cube] = time.monotonic()
+    def _on_result(self, cube: str, msg: NavResult) -> None:
+        if self.goal_ids.get(cube) and msg.goal_id == self.goal_ids[cube] and msg.reached \
+                and not self.reached.get(cube):
+            self.reached[cube] = time.monotonic()
 
-    node.create_subscription(PoseArray, 'mat_sim/ground_truth', on_truth, qos_profile_sensor_data)
-    for c in names:
-        node.create_subscription(CubeState, f'{c}/state', lambda m, c=c: states.__setitem__(c, m),
-                                 qos_profile_sensor_data)
-        node.create_subscription(NavResult, f'{c}/nav_result', lambda m, c=c: on_result(c, m), 10)
-    set_goal = node.create_client(SetGoal, 'navigator/set_goal')
-    recorder = None
-    timed_out = False
-    try:
+    def _wait(self, condition, timeout: float, what: str) -> None:
+        _wait(self.executor, condition, timeout, what, self.children, self.stop)
+
+    def start(self) -> None:
+        """The bringup and the recorder, up and ready: every driver connected, the navigator's service there,
+        the recorder subscribed to every topic. DemoError when another bringup runs on this domain."""
+        names, log_dir = self.names, self.log_dir
         # another bringup on this domain would mix its cubes with ours: look before starting
         look = time.monotonic() + 1.0
         while time.monotonic() < look:
-            executor.spin_once(timeout_sec=0.05)
-            _check_stop(stop, 'before starting the nodes')
+            self.executor.spin_once(timeout_sec=0.05)
+            _check_stop(self.stop, 'before starting the nodes')
         ours = {spec.executable for spec in profiles.NODES}
-        foreign = sorted({f'{ns.rstrip("/")}/{name}' for name, ns in node.get_node_names_and_namespaces()
+        foreign = sorted({f'{ns.rstrip("/")}/{name}' for name, ns in self.node.get_node_names_and_namespaces()
                           if name in ours})
         if foreign:
             raise DemoError(f'ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")} already has '
@@ -286,94 +315,127 @@ def _run_live(args, files, names, bag_dir: Path, png: Path, stop: StopRequest) -
                             f'choose another ROS_DOMAIN_ID')
         # the recorder in a process of its own: sharing this loop (goals, progress, ground truth) made it drop
         # and delay messages, and a bag that lost inputs cannot replay
-        recorder = _start_recorder(bag_dir, log_dir, names, args.all_topics)
-        children.start(profiles.plan('sim', names), files, log_dir=log_dir)
-        _wait(executor, lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
-                                    and states[c].on_mat for c in names), 60.0,
-              'every cube driver to connect and read its position', children, stop)
-        _wait(executor, set_goal.service_is_ready, 30.0, 'the navigator', children, stop)
+        self.recorder = _start_recorder(self.bag_dir, log_dir, names, self.args.all_topics)
+        _start_nodes(self.args, self.children, names, self.files, log_dir)
+        if self.args.web:
+            address = log_dir / 'web_console_address.txt'
+            self._wait(address.exists, 30.0, 'the web console')
+            print(f'  web console: {address.read_text().strip()} (the live page: open it in a browser)', flush=True)
+        states = self.states
+        self._wait(lambda: all(c in states and states[c].link_state == CubeState.LINK_CONNECTED
+                               and states[c].on_mat for c in names), 60.0,
+                   'every cube driver to connect and read its position')
+        self._wait(self.set_goal.service_is_ready, 30.0, 'the navigator')
         # no goal before the recorder has every topic: a bag missing the first commands cannot replay
         wanted = [t for t in recorded_topics(names) if not t.endswith('/link_state')]
 
         def recorder_ready() -> bool:
-            if recorder.poll() is not None:
+            if self.recorder.poll() is not None:
                 raise DemoError(f'the recorder stopped (see {log_dir / "record.log"})')
-            return all(any(i.node_name == RECORDER_NODE for i in node.get_subscriptions_info_by_topic(t))
+            return all(any(i.node_name == RECORDER_NODE for i in self.node.get_subscriptions_info_by_topic(t))
                        for t in wanted)
-        _wait(executor, recorder_ready, 60.0, 'the recorder to subscribe to every topic', children, stop)
-        print(f'  {n} cubes connected, navigator ready after {time.monotonic() - started:.1f} s', flush=True)
-        starts = np.array([(states[c].x, states[c].y) for c in names])
+        self._wait(recorder_ready, 60.0, 'the recorder to subscribe to every topic')
+        print(f'  {self.n} cubes connected, navigator ready after {time.monotonic() - self.started:.1f} s',
+              flush=True)
 
-        def spin(condition, what: str) -> None:     # (the calls below end their own waits within seconds)
-            _wait(executor, condition, 60.0, what, children, stop)
-
-        goals = swap_goals(starts, (45.0, 45.0, 455.0, 455.0))
-        t0[0] = time.monotonic()
+    def drive(self) -> None:
+        """Send the goals (one every ``--stagger`` s) and print the progress until every cube is there or the
+        timeout passes; then half a second more into the bag, the cubes standing still."""
+        names, n = self.names, self.n
+        self.goals = swap_goals(np.array([(self.states[c].x, self.states[c].y) for c in names]),
+                                (45.0, 45.0, 455.0, 455.0))
+        self.t0 = time.monotonic()
         pending = list(range(n))
         last_print = -math.inf
         tty = sys.stdout.isatty()
         while True:
-            now = time.monotonic() - t0[0]
-            while pending and now >= pending[0] * args.stagger:
-                i = pending.pop(0)
-                goal_ids[names[i]] = 100 + i
-                req = SetGoal.Request(goal=NavGoal(goal_id=100 + i, cube=names[i], x=float(goals[i, 0]),
-                                                   y=float(goals[i, 1]), direction=NavGoal.TOWARDS))
-                try:    # (a lost answer is asked for again: the same goal set twice is the same goal)
-                    answer = call_until_answered(set_goal, req, spin, f'the navigator ({names[i]}\'s goal)', 10.0)
-                except NoAnswer as exc:
-                    raise DemoError(str(exc)) from None
-                if not answer.accepted:
-                    raise DemoError(f'the navigator refused {names[i]}\'s goal: {answer.reason}')
-            executor.spin_once(timeout_sec=0.02)
-            _check_stop(stop, f'at t = {now:.1f} s')
-            dead = children.check()
+            now = time.monotonic() - self.t0
+            while pending and now >= pending[0] * self.args.stagger:
+                self._send_goal(pending.pop(0))
+            self.executor.spin_once(timeout_sec=0.02)
+            _check_stop(self.stop, f'at t = {now:.1f} s')
+            dead = self.children.check()
             if dead:
-                raise DemoError(f'{", ".join(dead)} stopped during the run (see the node logs in {log_dir})')
-            done = sum(bool(reached.get(c)) for c in names)
+                raise DemoError(f'{", ".join(dead)} stopped during the run (see the node logs in {self.log_dir})')
+            done = sum(bool(self.reached.get(c)) for c in names)
             if now - last_print >= (0.5 if tty else 2.0) or done == n:
                 last_print = now
-                clear = (f'{tracker.min_clearance * METRES_PER_UNIT * 1000:5.1f} mm'
-                         if math.isfinite(tracker.min_clearance) else '   n/a  ')
-                line = f'  t = {now:5.1f} s   reached {done}/{n}   min clearance {clear}   contacts {tracker.contacts}'
-                # one line rewritten in place on a terminal; a line every 2 s in a log
-                print(f'\r{line}   ' if tty else line, end='' if tty else '\n', flush=True)
+                self._print_progress(now, done, tty)
             if done == n and not pending:
                 break
-            if now > args.timeout:
-                timed_out = True
+            if now > self.args.timeout:
+                self.timed_out = True
                 break
         if tty:
             print(flush=True)
         settle = time.monotonic() + 0.5            # a last half second into the bag: cubes standing still
         while time.monotonic() < settle:
-            executor.spin_once(timeout_sec=0.02)
-    finally:
-        _stop_recorder(recorder)
-        children.stop()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-    arrivals = [reached[c] for c in names if reached.get(c)]
-    elapsed = (max(arrivals) - t0[0]) if arrivals and not timed_out else (time.monotonic() - t0[0])
-    ok = len(arrivals) == n and tracker.contacts == 0 and not timed_out
-    title = (f'{n}-cube swap through the centre: {"all reached" if len(arrivals) == n else "NOT all reached"}, '
-             f'{elapsed:.1f} s, min clearance {tracker.min_clearance * METRES_PER_UNIT * 1000:.1f} mm, '
-             f'{tracker.contacts} contacts')
-    draw(png, names, tracker.trajectories(), goals, (45.0, 45.0, 455.0, 455.0), title)
-    print('summary')
-    for line in summary_lines(names, reached, elapsed, tracker, bag_dir, png, timed_out, demo_planner(files)):
-        print('  ' + line)
-    counts = bag_message_counts(bag_dir)
-    for line in _recorder_complaints(log_dir / 'record.log'):
-        print(f'  recorder:          {line}')
-    if not (bag_dir / 'metadata.yaml').exists():
-        ok = False
-        print(f'  bag:               NOT finalised: the recorder did not stop in time (see {log_dir / "record.log"}); '
-              f'`toio-nav repair {bag_dir}` rebuilds what it holds')
-    print(f'  recorded {sum(counts.values())} messages on {sum(1 for c in counts.values() if c)} topics; total run '
-          f'{time.monotonic() - started:.1f} s; node logs in {log_dir}')
-    return 0 if ok else 1
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def _send_goal(self, i: int) -> None:
+        cube = self.names[i]
+        self.goal_ids[cube] = 100 + i
+        req = SetGoal.Request(goal=NavGoal(goal_id=100 + i, cube=cube, x=float(self.goals[i, 0]),
+                                           y=float(self.goals[i, 1]), direction=NavGoal.TOWARDS))
+
+        def spin(condition, what: str) -> None:     # (the call ends its own waits within seconds)
+            self._wait(condition, 60.0, what)
+        try:    # (a lost answer is asked for again: the same goal set twice is the same goal)
+            answer = call_until_answered(self.set_goal, req, spin, f'the navigator ({cube}\'s goal)', 10.0)
+        except NoAnswer as exc:
+            raise DemoError(str(exc)) from None
+        if not answer.accepted:
+            raise DemoError(f'the navigator refused {cube}\'s goal: {answer.reason}')
+
+    def _print_progress(self, now: float, done: int, tty: bool) -> None:
+        tracker = self.tracker
+        clear = (f'{tracker.min_clearance * METRES_PER_UNIT * 1000:5.1f} mm'
+                 if math.isfinite(tracker.min_clearance) else '   n/a  ')
+        line = f'  t = {now:5.1f} s   reached {done}/{self.n}   min clearance {clear}   contacts {tracker.contacts}'
+        # one line rewritten in place on a terminal; a line every 2 s in a log
+        print(f'\r{line}   ' if tty else line, end='' if tty else '\n', flush=True)
+
+    def close(self) -> None:
+        _stop_recorder(self.recorder)
+        self.children.stop()
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+    def report(self, png: Path) -> int:
+        """The picture and the summary; 0 if every cube arrived without a contact and the bag is finalised."""
+        names, n, tracker, bag_dir, log_dir = self.names, self.n, self.tracker, self.bag_dir, self.log_dir
+        arrivals = [self.reached[c] for c in names if self.reached.get(c)]
+        elapsed = (max(arrivals) - self.t0) if arrivals and not self.timed_out else (time.monotonic() - self.t0)
+        ok = len(arrivals) == n and tracker.contacts == 0 and not self.timed_out
+        title = (f'{n}-cube swap through the centre: {"all reached" if len(arrivals) == n else "NOT all reached"}, '
+                 f'{elapsed:.1f} s, min clearance {tracker.min_clearance * METRES_PER_UNIT * 1000:.1f} mm, '
+                 f'{tracker.contacts} contacts')
+        draw(png, names, tracker.trajectories(), self.goals, (45.0, 45.0, 455.0, 455.0), title)
+        print('summary')
+        for line in summary_lines(names, self.reached, elapsed, tracker, bag_dir, png, self.timed_out,
+                                  demo_planner(self.files)):
+            print('  ' + line)
+        counts = bag_message_counts(bag_dir)
+        for line in _recorder_complaints(log_dir / 'record.log'):
+            print(f'  recorder:          {line}')
+        if not (bag_dir / 'metadata.yaml').exists():
+            ok = False
+            print(f'  bag:               NOT finalised: the recorder did not stop in time (see '
+                  f'{log_dir / "record.log"}); `toio-nav repair {bag_dir}` rebuilds what it holds')
+        print(f'  recorded {sum(counts.values())} messages on {sum(1 for c in counts.values() if c)} topics; total '
+              f'run {time.monotonic() - self.started:.1f} s; node logs in {log_dir}')
+        return 0 if ok else 1
+
+
+def _start_nodes(args, children: Children, names: list[str], files, log_dir: Path) -> None:
+    """The sim bringup, and the web console unless --no-web (on --web-port, or any free port if that is taken)."""
+    if args.web:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        address = log_dir / 'web_console_address.txt'
+        address.unlink(missing_ok=True)
+        files = list(files) + [console_params(log_dir / 'web_console.yaml', port_to_use(args.web_port), address)]
+    children.start(profiles.plan('sim', names, web=args.web), files, log_dir=log_dir)
 
 
 # ------------------------------------------------------------------------------------------------ the recorder

@@ -123,15 +123,35 @@ def die_with_parent() -> None:
     """If a supervisor started this process (:data:`PARENT_ENV`), get SIGTERM when it dies.
 
     Checked again right after asking, in case the supervisor died before: then SIGTERM comes at once. The
-    variable is removed, so a process this one starts is not tied to our supervisor by mistake."""
+    variable is removed, so a process this one starts is not tied to our supervisor by mistake. A process
+    between the supervisor and this one (``ros2 launch --launch-prefix 'xterm -e'``, gdb) is the parent the kernel
+    watches: this process dies with it, and it dies with the supervisor or outlives it, as it does."""
     wanted = os.environ.pop(PARENT_ENV, '')
     if not wanted.isdigit():
         return
     parent = int(wanted)
     if not _ask_kernel():
-        threading.Thread(target=_watch_parent, args=(parent,), name='parent_watch', daemon=True).start()
-    if os.getppid() != parent:          # the supervisor is already gone (we were reparented)
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), name='parent_watch', daemon=True).start()
+    if not _descends_from(parent):      # the supervisor is already gone (we were reparented)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _descends_from(pid: int) -> bool:
+    """``pid`` is this process's parent, or (Linux) an ancestor below init (a reparented process's is init)."""
+    ancestor = os.getppid()
+    if ancestor == pid:
+        return True
+    for _ in range(64):                 # a chain of prefixes is short; a loop in /proc is impossible but bounded
+        if ancestor <= 1:
+            return False
+        if ancestor == pid:
+            return True
+        try:
+            with open(f'/proc/{ancestor}/stat') as f:
+                ancestor = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 def _ask_kernel() -> bool:

@@ -21,14 +21,14 @@ from rosbags.highlevel import AnyReader
 from support.closed_loop_bag import OURS, ros_time, write_closed_loop_bag
 from toio_navigator.bags import replay_cli
 from toio_navigator.bags.record import BagWriter, our_msg_dir, typestore
-from toio_navigator.bags.replay import (
+from toio_navigator.bags.recording import (
     PARAMETERS_KEY,
     ReplayError,
     bag_custom_data,
     read_recording,
-    replay_bag,
     service_goals,
 )
+from toio_navigator.bags.replay import replay_bag
 from toio_navigator.bags.testing import assert_replays, bags_in
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ import pytest
 
 from toio_navigator.bags import render_cli, repair_cli, replay_cli
 from toio_navigator.bags.record import UNFINALISED
+from toio_navigator.bags.recording import PARAMETERS_KEY, ReplayError, bag_custom_data, open_reader, read_recording
 from toio_navigator.bags.repair import RepairError, diagnose, repair, scan
-from toio_navigator.bags.replay import PARAMETERS_KEY, ReplayError, bag_custom_data, open_reader, read_recording
 from toio_navigator.bags.testing import assert_replays
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ FIXTURES = REPO / 'test' / 'data' / 'bags'
 COPY_AND_HANG = r'''
 import sys, time
 from toio_navigator.bags.record import BagWriter
-from toio_navigator.bags.replay import bag_custom_data, open_reader
+from toio_navigator.bags.recording import bag_custom_data, open_reader
 src, dst, storage = sys.argv[1:4]
 reader = open_reader(src)
 writer = BagWriter(dst, storage)

@@ -12,8 +12,10 @@ from toio_navigator.bench.cli import DEFAULT_SCENARIOS
 from toio_navigator.bench.scenarios import load_scenarios
 from toio_navigator.bench.trial.profiles import LOADED
 from toio_navigator.bench.trial.runner import run_trial
-from toio_navigator.control.controller import NavigatorSettings, SwarmController
-from toio_navigator.control.guard import WHEEL_COAST_S, guard_caps, in_flight
+from toio_navigator.control.command_history import CommandHistory
+from toio_navigator.control.controller import SwarmController
+from toio_navigator.control.guard import WHEEL_COAST_S, CommandsInFlight, GuardModel, guard_caps, in_flight
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.reference.params import NavigatorParams
 from toio_navigator.units import BODY_RADIUS, WHEEL_TRACK_UNITS
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
@@ -24,6 +26,7 @@ TRACK = WHEEL_TRACK_UNITS
 RUN = 0.15
 GAP = 3.0
 NEED = TOUCH + GAP
+MODEL = GuardModel(run=RUN, gap=GAP, k=K, track=TRACK, dead_zone=8.0)
 
 
 def caps(a_pose, b_pose, a_new=(50, 50), b_old=(0, 0), b_new=None, cap=50.0):
@@ -31,9 +34,9 @@ def caps(a_pose, b_pose, a_new=(50, 50), b_old=(0, 0), b_new=None, cap=50.0):
     pose = np.array([a_pose, b_pose], float)
     new = np.array([a_new, b_new or (0, 0)], float)
     old = np.array([[(0, 0)], [b_old]], float)           # one command in flight each: b's for 0.13 s
-    start, end = np.zeros((2, 1)), np.array([[0.0], [0.13]])
-    out = guard_caps(pose, np.array([cap, cap]), old, start, end, np.array([0.0, 0.13]), new,
-                     np.array([True, b_new is not None]), np.full(2, R), RUN, GAP, K, TRACK, 8.0)
+    flight = CommandsInFlight(old, np.zeros((2, 1)), np.array([[0.0], [0.13]]), np.array([0.0, 0.13]))
+    out = guard_caps(pose, np.array([cap, cap]), flight, new, np.array([True, b_new is not None]), np.full(2, R),
+                     MODEL)
     return float(out[0])
 
 
@@ -50,25 +53,26 @@ def in_flight_caps(poses, history, new, latency, keep=None, cap=40.0):
     history = history[-keep:] if keep else history
     sent_at = np.tile([NOW - ago for ago, _ in history], (n, 1))
     wheels = np.array([[w for _, w in history]] * n, float)
-    flight = in_flight(sent_at, wheels, np.full(sent_at.shape, RUN), np.full(n, READING), NOW, latency,
-                       np.ones(n, bool))
-    return guard_caps(np.array(poses, float), np.full(n, cap), *flight, np.array([new] * n, float),
-                      np.ones(n, bool), np.full(n, R), RUN, GAP, K, TRACK, 8.0)
+    flight = in_flight(CommandHistory(sent_at, wheels, np.full(sent_at.shape, RUN)), np.full(n, READING), NOW,
+                       latency, np.ones(n, bool))
+    return guard_caps(np.array(poses, float), np.full(n, cap), flight, np.array([new] * n, float),
+                      np.ones(n, bool), np.full(n, R), MODEL)
 
 
 def test_segments_follow_the_commands_in_flight_from_the_reading():
     sent = np.array([[-np.inf, 9.70, 9.80, 9.85, 9.90]])
     duration = np.array([[0.15, 0.15, 0.15, 0.15, 0.05]])
-    wheels, start, end, new_at = in_flight(sent, np.ones((1, 5, 2)), duration, np.array([9.95]), NOW, 0.2,
-                                           np.array([True]))
+    flight = in_flight(CommandHistory(sent, np.ones((1, 5, 2)), duration), np.array([9.95]), NOW, 0.2,
+                       np.array([True]))
+    start, end, new_at = flight.start, flight.end, flight.new_at
     # from the reading at 9.95: 9.70's acts already and until 9.80's takes effect (10.00), 9.85's until 9.90's,
     # 9.90's for its own 50 ms (it ends before this tick's takes effect at 10.20); an empty slot never drives
     assert np.allclose(start, [[0.0, 0.0, 0.05, 0.10, 0.15]])
     assert np.allclose(end, [[0.0, 0.05, 0.10, 0.15, 0.20]])
     assert np.allclose(new_at, [0.25])
     # a cube that gets no command this tick runs its last one to its end; 150 ms of it would end at 0.30
-    _, _, end, _ = in_flight(sent, np.ones((1, 5, 2)), np.full((1, 5), 0.15), np.array([9.95]), NOW, 0.2,
-                             np.array([False]))
+    end = in_flight(CommandHistory(sent, np.ones((1, 5, 2)), np.full((1, 5), 0.15)), np.array([9.95]), NOW, 0.2,
+                    np.array([False])).end
     assert np.isclose(end[0, -1], 0.30)
 
 
@@ -91,16 +95,16 @@ def test_a_cube_whose_commands_in_flight_take_it_away_is_not_slowed():
     back = [(0.25, (-50.0, -50.0)), (0.20, (-50.0, -50.0)), (0.15, (-50.0, -50.0)), (0.10, TURN), (0.05, TURN)]
     sent = np.tile([NOW - ago for ago, _ in back], (2, 1))
     wheels = np.array([[w for _, w in back], [(0.0, 0.0)] * 5], float)          # b stands
-    flight = in_flight(sent, wheels, np.full(sent.shape, RUN), np.full(2, READING), NOW, 0.2, np.ones(2, bool))
+    flight = in_flight(CommandHistory(sent, wheels, np.full(sent.shape, RUN)), np.full(2, READING), NOW, 0.2,
+                       np.ones(2, bool))
     movers = np.array([True, False])
     new = np.array([(30.0, 30.0), (0.0, 0.0)])
-    cap = guard_caps(np.array(poses), np.full(2, 40.0), *flight, new, movers, np.full(2, R), RUN, GAP, K, TRACK, 8.0)
+    cap = guard_caps(np.array(poses), np.full(2, 40.0), flight, new, movers, np.full(2, R), MODEL)
     assert cap[0] == 40.0
     # the single-command model (the turn from the handle's lag on, then forward) would have slowed it
-    last = in_flight(sent[:, -1:], wheels[:, -1:], np.full((2, 1), RUN), np.full(2, READING), NOW, 0.13,
-                     np.ones(2, bool))
-    assert guard_caps(np.array(poses), np.full(2, 40.0), *last, new, movers, np.full(2, R), RUN, GAP, K, TRACK,
-                      8.0)[0] < 40.0
+    last = in_flight(CommandHistory(sent[:, -1:], wheels[:, -1:], np.full((2, 1), RUN)), np.full(2, READING), NOW,
+                     0.13, np.ones(2, bool))
+    assert guard_caps(np.array(poses), np.full(2, 40.0), last, new, movers, np.full(2, R), MODEL)[0] < 40.0
 
 
 def test_a_cube_heading_into_a_near_one_only_turns():
@@ -267,7 +271,7 @@ def test_a_recorded_command_put_in_place_of_the_sent_one_is_what_the_guard_and_t
     assert own == {'a': 50.0, 'b': 50.0}
     assert recorded['a'] < 48.0 and recorded['b'] < 48.0
     assert ctl.last_cmd[0].tolist() != [115.0, 115.0]        # the second tick sent a its own command again
-    assert ctl.sent_wheels[0, -2].tolist() == [115.0, 115.0] and ctl.sent_duration[0, -2] == 1.0
+    assert ctl.history.wheels[0, -2].tolist() == [115.0, 115.0] and ctl.history.duration[0, -2] == 1.0
 
 
 def test_the_motion_model_runs_the_replaced_command_for_its_own_duration():

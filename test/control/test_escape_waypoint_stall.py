@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 
-from toio_navigator.control.controller import NavigatorSettings, SwarmController, overlap_escape
+from toio_navigator.control.breaker import overlap_escape
+from toio_navigator.control.controller import SwarmController
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.reference.params import NavigatorParams
 from toio_navigator.sim.world import World
 

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from toio_navigator.control.controller import (
-    NavigatorSettings,
-    SwarmController,
-    drive_wheels,
-    saturate_keep_rotation,
-    stamp_seconds,
-)
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.navigator_settings import NavigatorSettings
+from toio_navigator.control.wheels import Poses, WheelShaping, drive_wheels, saturate_keep_rotation
 from toio_navigator.reference.cube_handle import CubeHandle
 from toio_navigator.reference.handle_batch import wheels_batch
 from toio_navigator.reference.params import CubeHandleParams, Fixes, NavigatorParams
@@ -29,43 +26,49 @@ def _controller(**kw) -> SwarmController:
 def _poses(rng, n=64):
     x, y = rng.uniform(80, 420, n), rng.uniform(80, 420, n)
     th = rng.uniform(-math.pi, math.pi, n)
-    return x, y, th, x + rng.normal(0, 3, n), y + rng.normal(0, 3, n), th + rng.normal(0, 0.1, n)
+    return Poses(x, y, th), Poses(x + rng.normal(0, 3, n), y + rng.normal(0, 3, n), th + rng.normal(0, 0.1, n))
+
+
+def _targets(rng, n=64):
+    return np.column_stack([rng.uniform(60, 440, n), rng.uniform(60, 440, n)]), rng.uniform(10, 115, n)
 
 
 def test_reference_options_give_the_scalar_cube_handle_wheels():
     rng = np.random.default_rng(3)
     hp = CubeHandleParams()
-    x, y, th, px, py, pth = _poses(rng)
-    tx, ty, spd = rng.uniform(60, 440, 64), rng.uniform(60, 440, 64), rng.uniform(10, 115, 64)
-    left, right = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, border_stop=False,
-                               saturation='reference')
+    seen, predicted = _poses(rng)
+    target, spd = _targets(rng)
+    left, right = drive_wheels(seen, predicted, target, spd, WheelShaping(hp, 250.0, 8.0, border_stop=False,
+                                                                          saturation='reference'))
     for i in range(64):
         h = CubeHandle(hp)
-        h.x, h.y, h.rad, h.xPred, h.yPred, h.radPred = x[i], y[i], th[i], px[i], py[i], pth[i]
-        mv = h.move_to_target(tx[i], ty[i], max_spd=spd[i], rotate_time=250, tolerance=8)
+        h.x, h.y, h.rad = seen.x[i], seen.y[i], seen.heading[i]
+        h.xPred, h.yPred, h.radPred = predicted.x[i], predicted.y[i], predicted.heading[i]
+        mv = h.move_to_target(target[i, 0], target[i, 1], max_spd=spd[i], rotate_time=250, tolerance=8)
         if mv.reached:
             assert left[i] == right[i] == 0.0
             continue
-        ul, ur = h._saturate(*h._dead_zone(mv.translate + mv.rotate / 2, mv.translate - mv.rotate / 2))
+        sent = h.move(mv.translate, mv.rotate, border=False)      # dead zone and saturation, as the handle sends
+        ul, ur = sent.translate + sent.rotate / 2, sent.translate - sent.rotate / 2
         assert (left[i], right[i]) == pytest.approx((ul, ur), abs=1e-9)
 
 
 def test_a_cube_driving_backwards_gets_the_wheels_of_a_cube_facing_the_other_way_negated_and_swapped():
     rng = np.random.default_rng(4)
     hp = CubeHandleParams()
-    x, y, th, px, py, pth = _poses(rng)
-    tx, ty, spd = rng.uniform(60, 440, 64), rng.uniform(60, 440, 64), rng.uniform(10, 115, 64)
+    seen, predicted = _poses(rng)
+    target, spd = _targets(rng)
+    shaping = WheelShaping(hp, 250.0, 8.0, border_stop=False)
     backward = rng.random(64) < 0.5
-    left, right = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, False, 'keep_rotation', backward)
+    left, right = drive_wheels(seen, predicted, target, spd, shaping, backward)
     flip = np.where(backward, math.pi, 0.0)
-    mirror_l, mirror_r = drive_wheels(x, y, th + flip, px, py, pth + flip, tx, ty, spd, hp, 250.0, 8.0, False,
-                                      'keep_rotation')
-    plain_l, plain_r = drive_wheels(x, y, th, px, py, pth, tx, ty, spd, hp, 250.0, 8.0, False, 'keep_rotation')
+    mirror_l, mirror_r = drive_wheels(seen.turned(flip), predicted.turned(flip), target, spd, shaping)
+    plain_l, plain_r = drive_wheels(seen, predicted, target, spd, shaping)
     assert np.array_equal(left[backward], -mirror_r[backward]) and np.array_equal(right[backward], -mirror_l[backward])
     assert np.array_equal(left[~backward], plain_l[~backward]) and np.array_equal(right[~backward], plain_r[~backward])
     # facing east, the target 100 u due west: straight back at full speed, no turn
-    one = [np.array([v]) for v in (250.0, 250.0, 0.0, 250.0, 250.0, 0.0, 150.0, 250.0, 80.0)]
-    left, right = drive_wheels(*one, hp, 250.0, 8.0, False, 'keep_rotation', np.array([True]))
+    east = Poses(np.array([250.0]), np.array([250.0]), np.array([0.0]))
+    left, right = drive_wheels(east, east, np.array([[150.0, 250.0]]), np.array([80.0]), shaping, np.array([True]))
     assert left[0] == right[0] == -80.0
 
 
@@ -80,9 +83,10 @@ def test_keep_rotation_saturation_keeps_the_turn_the_reference_loses():
 
 def test_border_stop_turns_a_cube_at_the_border_instead_of_driving_out():
     hp = CubeHandleParams()                                 # border 65..435
-    args = ([60.0], [250.0], [math.pi], [60.0], [250.0], [math.pi], [20.0], [250.0], [70.0], hp, 250.0, 8.0)
-    out = drive_wheels(*args, border_stop=True, saturation='keep_rotation')
-    free = drive_wheels(*args, border_stop=False, saturation='keep_rotation')
+    west = Poses(np.array([60.0]), np.array([250.0]), np.array([math.pi]))
+    args = (west, west, np.array([[20.0, 250.0]]), np.array([70.0]))
+    out = drive_wheels(*args, WheelShaping(hp, 250.0, 8.0, border_stop=True))
+    free = drive_wheels(*args, WheelShaping(hp, 250.0, 8.0, border_stop=False))
     assert free[0][0] > 0 and free[1][0] > 0               # heading west, target further west: drive on
     assert out[0][0] == 0 and out[1][0] == 0                # at the border: no outward translation
 
@@ -173,3 +177,30 @@ def test_fixed_speed_limit_units_turn_hlavoid_limits_into_motor_units():
 def test_stamp_seconds_splits_like_the_message_stamps():
     assert stamp_seconds(1_700_000_000_250_000_000) == 1_700_000_000 + 0.25
     assert stamp_seconds(0) == 0.0
+
+
+def test_reconfigure_changes_the_next_tick_and_keeps_the_goals():
+    c = _controller()
+    c.update_state('cube1', 150.0, 250.0, 0.0, True, 2, T0)
+    c.update_state('cube2', 350.0, 400.0, 0.0, True, 2, T0)
+    c.set_goal('cube1', 7, 400.0, 250.0, 0, 0.0, 0.0)
+    fast = c.step(stamp_seconds(T0 + 10_000_000))[0]
+    config = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1', 'cube2'), max_speed=30.0, planner='orca'),
+                             params=NavigatorParams(), handle=CubeHandleParams())
+    c.reconfigure(config)
+    slow = c.step(stamp_seconds(T0 + 60_000_000))[0]
+    assert fast.speed_limit > 30.0 >= slow.speed_limit > 0.0       # the new speed cap, the same goal
+    assert (slow.goal_id, slow.active) == (7, True) and c.settings.planner == 'orca'
+
+
+def test_reconfigure_refuses_another_list_of_cubes_or_bad_settings():
+    c = _controller()
+    other = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1',)), params=NavigatorParams(),
+                            handle=CubeHandleParams())
+    with pytest.raises(ValueError, match='cubes: cannot change while running'):
+        c.reconfigure(other)
+    bad = SimpleNamespace(settings=NavigatorSettings(cubes=('cube1', 'cube2'), mode='FAST'),
+                          params=NavigatorParams(), handle=CubeHandleParams())
+    with pytest.raises(ValueError, match='mode'):
+        c.reconfigure(bad)
+    assert c.settings.mode == 'AVOID' and c.settings.cubes == ('cube1', 'cube2')

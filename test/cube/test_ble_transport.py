@@ -10,6 +10,7 @@ import pytest
 from toio_navigator.cube import protocol as p
 from toio_navigator.cube.ble_transport import BleTransport, scan
 from toio_navigator.cube.transport import BackoffPolicy, LinkState, TransportError
+from toio_navigator.settings.driver import DriverConfig
 
 FAST = BackoffPolicy(initial_s=0.001, factor=2.0, max_delay_s=0.004, max_attempts=5, connect_timeout_s=0.5)
 
@@ -69,6 +70,19 @@ def test_backoff_schedule_doubles_up_to_the_cap():
     assert list(policy.delays()) == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
     with pytest.raises(ValueError):
         BackoffPolicy(initial_s=2.0, max_delay_s=1.0)
+
+
+def test_jittered_backoff_spreads_drivers_that_failed_together():
+    policy = BackoffPolicy(initial_s=0.5, max_delay_s=8.0, max_attempts=6, jitter=0.25)
+    runs = [list(policy.delays()) for _ in range(20)]
+    plain = [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert all(0.75 * d <= j <= 1.25 * d for run in runs for j, d in zip(run, plain))
+    assert len({run[0] for run in runs}) > 10          # twenty drivers do not retry at one moment
+    with pytest.raises(ValueError, match='jitter'):
+        BackoffPolicy(jitter=1.0)
+    # the driver's settings: BLE drivers retry jittered, a simulated link as before
+    assert DriverConfig.from_values({'transport': 'ble', 'ble_name': '*'}, '/c1').backoff.jitter == 0.25
+    assert DriverConfig.from_values({'transport': 'sim'}, '/c1').backoff.jitter == 0.0
 
 
 def test_writes_are_routed_by_characteristic_properties():

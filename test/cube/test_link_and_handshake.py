@@ -242,6 +242,7 @@ def test_the_stop_comes_first_and_a_handshake_that_ignores_one_cancel_cannot_hol
             except asyncio.CancelledError:
                 stuck.append('first cancel dropped')    # what wait_for does in that race
             await asyncio.sleep(3600)                   # the read nobody answers
+        # private: the race cannot be timed from outside; a handshake stuck the way it leaves one stands in for it
         connection._configure = stubborn_configure
         connection.start()
         await until(lambda: stuck and cubes[0].connected)

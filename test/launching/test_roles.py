@@ -30,18 +30,22 @@ def started(capsys, argv) -> list[str]:
     return out
 
 
-def test_only_starts_the_nodes_of_the_named_roles(capsys):
+def test_only_starts_the_nodes_of_the_named_roles(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv('DBUS_SYSTEM_BUS_ADDRESS', f'unix:path={tmp_path}/none')     # no BlueZ to plan with
     assert started(capsys, ['--only', 'sim,drivers']) == ['/mat_sim'] + [f'/{c}/cube_driver' for c in CUBES]
     assert started(capsys, ['--only', 'navigator']) == ['/navigator']
-    assert started(capsys, ['--profile', 'real', '--only', 'drivers']) == ['/cube1/cube_driver',
-                                                                          '/cube2/cube_driver']
+    assert started(capsys, ['--profile', 'real', '--only', 'drivers', '--driver-processes', 'per-cube']) == \
+        ['/cube1/cube_driver', '/cube2/cube_driver']
+    # the real profile's default: the drivers of each adapter in one process (here, no BlueZ: all in one)
+    assert started(capsys, ['--profile', 'real', '--only', 'drivers']) == ['/cube_driver_group']
+    assert started(capsys, ['--only', 'sim,drivers', '--driver-processes', 'one']) == ['/mat_sim', '/cube_driver_group']
     # every host of a lab together starts exactly what one machine would
     together = started(capsys, ['--only', 'sim,drivers']) + started(capsys, ['--only', 'navigator'])
     assert sorted(together) == sorted(started(capsys, []))
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--only', 'sim,lasers'], 'unknown role lasers (roles: sim, drivers, navigator, explorer)'),
+    (['--only', 'sim,lasers'], 'unknown role lasers (roles: sim, drivers, navigator, explorer, web)'),
     (['--profile', 'real', '--only', 'sim'], 'profile real has no sim node'),
     (['--only', 'explorer'], 'profile sim has no explorer node'),
 ])
@@ -50,9 +54,10 @@ def test_a_role_that_cannot_be_started_is_refused_with_the_reason(capsys, argv, 
     assert message in capsys.readouterr().err
 
 
-def test_the_launch_argument_only_selects_the_same_nodes():
+def launched(arguments: dict) -> list[str]:
+    """The executables sim_bringup.launch.py starts with ``arguments`` (launch argument values)."""
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only machine); the same selection '
-                                             'is tested through toio-nav bringup --only')
+                                             'is tested through toio-nav bringup --only / --web')
     # optional: launch_ros (and launch with it) only exists on ROS machines, the other tests here run without it
     from launch import LaunchContext  # noqa: PLC0415 optional, see above
     from launch.actions import OpaqueFunction  # noqa: PLC0415 optional, see above
@@ -65,9 +70,27 @@ def test_the_launch_argument_only_selects_the_same_nodes():
     context = LaunchContext()
     for action in description.entities:
         action.visit(context)        # declares the arguments (defaults)
-    context.launch_configurations['only'] = 'navigator'
+    context.launch_configurations.update(arguments)
     nodes = []
     for action in description.entities:
         if isinstance(action, OpaqueFunction):
-            nodes += action.execute(context) or []
-    assert [n.node_executable for n in nodes] == ['navigator']
+            nodes += [a for a in action.execute(context) or [] if hasattr(a, 'node_executable')]
+    return [n.node_executable for n in nodes]
+
+
+def test_the_launch_argument_only_selects_the_same_nodes():
+    assert launched({'only': 'navigator'}) == ['navigator']
+
+
+def test_the_launch_argument_web_adds_the_web_console():
+    assert launched({'only': 'navigator', 'web': 'true'}) == ['navigator', 'web_console']
+    assert 'web_console' not in launched({})
+
+
+def test_the_web_console_starts_only_when_asked_for(capsys):
+    everything = started(capsys, [])
+    assert '/web_console' not in everything
+    assert started(capsys, ['--web']) == everything + ['/web_console']
+    assert started(capsys, ['--only', 'web']) == ['/web_console']                   # a laptop beside the lab
+    assert started(capsys, ['--only', 'navigator', '--web']) == ['/navigator', '/web_console']
+    assert started(capsys, ['--profile', 'arena', '--web'])[-2:] == ['/arena_explorer', '/web_console']

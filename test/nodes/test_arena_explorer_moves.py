@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.task import Future  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from support.node_callbacks import call, deliver, fire_timers  # noqa: E402
 from toio_navigator.arena import executor  # noqa: E402
 from toio_navigator.arena.explorer import ArenaExplorer  # noqa: E402
 from toio_navigator.arena.fastest_path import fastest_path  # noqa: E402
@@ -83,16 +84,18 @@ class FakeCube:
             self.x, self.y, self.arrived = x, y, True
         for msg in self.turns:
             self.theta = msg.theta
-            self.node._on_move_result(MoveToPoseResult(goal_id=msg.goal_id, result=MoveToPoseResult.REACHED))
+            deliver(self.node, 'cube1/move_to_pose/result',
+                    MoveToPoseResult(goal_id=msg.goal_id, result=MoveToPoseResult.REACHED))
         self.turns = []
         n = self.node
-        n._on_state(CubeState(cube='cube1', x=self.x, y=self.y, theta=self.theta, on_mat=True,
-                              link_state=CubeState.LINK_CONNECTED))
+        deliver(n, 'cube1/state', CubeState(cube='cube1', x=self.x, y=self.y, theta=self.theta, on_mat=True,
+                                            link_state=CubeState.LINK_CONNECTED))
         ir = IrRanges(ranges=list(self.sensors.read_ranges(self.mapping.mat_to_pose(self.x, self.y, self.theta))))
         ir.header.stamp = n.get_clock().now().to_msg()
-        n._on_ir(ir)
-        n._on_nav(NavResult(cube='cube1', goal_id=self.goal_id, active=self.goal is not None and not self.arrived,
-                            reached=self.goal is not None and self.arrived))
+        deliver(n, 'cube1/ir', ir)
+        deliver(n, 'cube1/nav_result', NavResult(cube='cube1', goal_id=self.goal_id,
+                                                 active=self.goal is not None and not self.arrived,
+                                                 reached=self.goal is not None and self.arrived))
 
     def cell(self) -> tuple[int, int]:
         return self.mapping.mat_to_cell(self.x, self.y)
@@ -121,7 +124,7 @@ def node(ros_domain, monkeypatch):
 def run(node, cube: FakeCube, until, ticks: int = 20000) -> None:
     for _ in range(ticks):
         cube.step()
-        node._tick()
+        fire_timers(node)
         if until():
             return
     raise AssertionError(f'not finished: mode {node.arena.mode}, {node.arena.text}')
@@ -131,7 +134,7 @@ def test_node_explores_then_drives_the_optimal_fastest_path_with_turns_after_a_r
     layout = load_layout(ARENAS / '01_sample_arena_1.json')
     cube = FakeCube(node, layout)
     cube.step()
-    assert node._srv_start_exploration(None, _response()).success
+    assert trigger(node, 'start_exploration').success
     run(node, cube, lambda: node.arena.mode != 'EXPLORING')
     assert node.arena.mode == 'DONE', node.arena.text
     offline, _robot = run_exploration(layout)
@@ -145,7 +148,7 @@ def test_node_explores_then_drives_the_optimal_fastest_path_with_turns_after_a_r
     for i, entry in enumerate(cube.log):
         if entry[0] == 'turn':
             assert cube.log[i - 1] == ('stop',)
-    ok = node._srv_start_fastest_path(None, _response())
+    ok = trigger(node, 'start_fastest_path')
     assert ok.success, ok.message
     run(node, cube, lambda: node.arena.mode != 'FASTEST_PATH')
     assert node.arena.mode == 'DONE' and cube.cell() == (13, 18)
@@ -158,7 +161,7 @@ def test_a_cube_that_ends_in_the_wrong_cell_is_corrected_before_the_reading(node
     layout = load_layout(ARENAS / '02_empty.json')
     cube = FakeCube(node, layout, overshoot_first=True)
     cube.step()
-    assert node._srv_start_exploration(None, _response()).success
+    assert trigger(node, 'start_exploration').success
     run(node, cube, lambda: node.arena.mode != 'EXPLORING' or node.arena.explorer.moves >= 3)
     goals = [e for e in cube.log if e[0] == 'goal']
     assert goals[0] == goals[1]                 # the same cell centre again: the correction
@@ -170,7 +173,7 @@ def test_a_refused_goal_stops_the_run_with_the_navigators_reason(node):
     layout = load_layout(ARENAS / '02_empty.json')
     cube = FakeCube(node, layout, refuse='goal (130.0, 400.0) is off the mat')
     cube.step()
-    assert node._srv_start_exploration(None, _response()).success
+    assert trigger(node, 'start_exploration').success
     run(node, cube, lambda: node.arena.mode != 'EXPLORING')
     assert node.arena.mode == 'ERROR' and 'off the mat' in node.arena.text
     assert cube.published[-1].status == 7 and 'off the mat' in cube.published[-1].status_text
@@ -180,11 +183,11 @@ def test_start_is_refused_while_running_and_terminate_reports_the_cell_the_cube_
     layout = load_layout(ARENAS / '02_empty.json')
     cube = FakeCube(node, layout)
     cube.step()
-    assert node._srv_start_exploration(None, _response()).success
-    again = node._srv_start_exploration(None, _response())
+    assert trigger(node, 'start_exploration').success
+    again = trigger(node, 'start_exploration')
     assert not again.success and 'already exploring' in again.message
     run(node, cube, lambda: node.arena.explorer.moves >= 2)
-    assert node._srv_terminate(None, _response()).success
+    assert trigger(node, 'terminate').success
     assert node.arena.mode == 'TERMINATED' and node.arena.explorer.next_move() is None
     assert cube.published[-1].status == 6
 
@@ -200,8 +203,9 @@ def _offline_mdf_after(layout, moves: int):
     return explorer.mdf()
 
 
-def _response():
-    return Trigger.Response()
+def trigger(node, service: str):
+    """The answer of the node's arena_explorer/<service> (a std_srvs Trigger)."""
+    return call(node, f'arena_explorer/{service}', Trigger.Request(), Trigger.Response())
 
 
 def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(ros_domain, tmp_path, monkeypatch):
@@ -221,7 +225,7 @@ def test_image_mode_photographs_with_the_simulated_camera_and_reports_the_card(r
     try:
         cube = FakeCube(node, load_layout(cards))
         cube.step()
-        assert node._srv_start_exploration(None, _response()).success
+        assert trigger(node, 'start_exploration').success
         run(node, cube, lambda: node.arena.mode != 'EXPLORING')
         assert node.arena.mode == 'DONE', node.arena.text
         assert [(i.id, i.x, i.y, i.face) for i in cube.published[-1].images] == [(9, x, y, 'E')]

@@ -21,6 +21,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from support.node_callbacks import call  # noqa: E402
 from toio_navigator import units  # noqa: E402
 from toio_navigator.arena import mdf  # noqa: E402
 from toio_navigator.arena.explorer import ExplorerConfig  # noqa: E402
@@ -176,11 +177,11 @@ def node(ros_domain):
 
 def test_node_refuses_to_start_without_a_cube_and_names_what_is_missing(node):
     assert node.settings.waypoint == (7, 10)
-    r = node._srv_start_exploration(Trigger.Request(), Trigger.Response())
+    r = call(node, 'arena_explorer/start_exploration', Trigger.Request(), Trigger.Response())
     assert not r.success and 'cube1/state' in r.message
-    r = node._srv_start_fastest_path(Trigger.Request(), Trigger.Response())
+    r = call(node, 'arena_explorer/start_fastest_path', Trigger.Request(), Trigger.Response())
     assert not r.success and 'start_exploration' in r.message
-    r = node._srv_terminate(Trigger.Request(), Trigger.Response())
+    r = call(node, 'arena_explorer/terminate', Trigger.Request(), Trigger.Response())
     assert not r.success and 'nothing to terminate' in r.message
     assert node.arena.mode == 'IDLE'
 

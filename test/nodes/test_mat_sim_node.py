@@ -20,6 +20,8 @@ from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes import mat_sim  # noqa: E402
 from toio_navigator.nodes.mat_sim import ContactTracker, MatSimNode  # noqa: E402
 from toio_navigator.nodes.ros_sim_link import BLE_QOS  # noqa: E402
+from toio_navigator.nodes.virtual_ir import ArenaSensors  # noqa: E402
+from toio_navigator.settings.arena import SENSOR_PARAMS  # noqa: E402
 from toio_navigator.settings.mat_sim import MatSimError  # noqa: E402
 from toio_navigator.sim.world import World  # noqa: E402
 
@@ -139,9 +141,10 @@ def test_ir_ranges_are_published_when_an_arena_is_loaded(ros):
     ex.add_node(watcher)
     try:
         assert spin_until(ex, lambda: got)
-        arena = sim._ir[0]
-        expected = arena.sensors.read_ranges(arena.mapping.mat_to_pose(130.0, 430.0, 0.0))
-        assert tuple(got[-1].ranges) == expected
+        # what the layout's sensors read at the cube's pose, built apart from the node from the same parameters
+        values = {**{spec.name: spec.default for spec in SENSOR_PARAMS}, 'arena_layout': str(ARENA)}
+        expected = ArenaSensors(values).ranges(130.0, 430.0, 0.0)
+        assert list(got[-1].ranges) == expected and expected != [-1] * 6
         assert all(-1 <= r <= 9 for r in got[-1].ranges)
     finally:
         sim.destroy_node()
@@ -184,7 +187,7 @@ def test_motor_writes_50_ms_apart_are_not_lost_to_the_physics_step(ros, monkeypa
         Wall.now += 0.001
         cube.write(motor, bytes.fromhex('02 01 01 14 02 01 14 0a'))    # arrives at 1 ms (physics clock: 0)
         Wall.now += 0.039
-        sim._step()                                       # two physics steps: world time 40 ms
+        sim._step()       # private: the physics timer's callback, run by hand on the test's wall clock (40 ms)
         assert sim.world.time == pytest.approx(0.04)
         Wall.now += 0.011
         cube.write(motor, bytes.fromhex('02 01 01 15 02 01 15 0a'))    # 51 ms: 50 ms after the first

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from toio_navigator.control.controller import NavigatorSettings, SwarmController
+from toio_navigator.control.controller import SwarmController
+from toio_navigator.control.navigator_settings import NavigatorSettings
 from toio_navigator.settings.navigator import coerce_setting
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
 from toio_navigator.units import WHEEL_TRACK_UNITS as TRACK

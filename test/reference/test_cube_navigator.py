@@ -3,12 +3,11 @@ LocalPlanner adapter."""
 import math
 
 import numpy as np
-import pytest
 
 from toio_navigator.planners.interface import SwarmState
 from toio_navigator.planners.reference import HLAvoidPlanner
 from toio_navigator.reference.cube_navigator import CubeNavigator
-from toio_navigator.reference.navigator import NaviResult, Relation
+from toio_navigator.reference.navigator import Relation
 from toio_navigator.reference.params import Fixes, NavigatorParams
 from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT as K
 from toio_navigator.units import WHEEL_TRACK_UNITS as W
@@ -104,11 +103,19 @@ def test_flee_moves_away():
 
 
 def test_speed_limit_units_fix_caps_in_motor_units():
-    CubeNavigator.clear_registry()
-    plain = CubeNavigator(register=False)
-    fixed = CubeNavigator(register=False, params=NavigatorParams(fixes=Fixes(speed_limit_units=True)))
-    r = NaviResult('AVOID', (0, 0), (0, 0), (0, 0), 100.0, 1.0, False)
-    assert plain._drive_speed(r, 70) == 70 and fixed._drive_speed(r, 70) == pytest.approx(100 / K)
+    # head-on and close, so HLAvoid's speed limit (dot/s) binds: the cube drives move-to-target at that limit
+    # as if it were motor units (the reference), or converted to motor units (the fix)
+    for fix, to_motor_units in ((False, 1.0), (True, 1.0 / K)):
+        CubeNavigator.clear_registry()
+        params = NavigatorParams(fixes=Fixes(speed_limit_units=fix))
+        cube, other = CubeNavigator(params=params), CubeNavigator(params=params)
+        cube.update(200, 250, 0.0, now=0.0)
+        other.update(245, 250, math.pi, now=0.0)
+        mv, r = cube.navi_to_target(400, 250, max_spd=115)
+        speed = r.speed_limit * to_motor_units
+        assert speed < 115 and r.speed_ratio == 1
+        same = cube.handle.move_to_target(*r.waypoint, max_spd=speed, rotate_time=250, tolerance=8)
+        assert (mv.translate, mv.rotate) == (same.translate, same.rotate)
 
 
 def swarm_state(pos, goals, active=None):

@@ -127,14 +127,29 @@ def sample(ego, tar, n):
 
 
 def hlavoid(ego, others, walls, tar, prm, away):
-    n, r1, m = prm.n, prm.range + 1, prm.margin
+    n, r1 = prm.n, prm.range + 1
     rads, rt = sample(ego, tar, n)
     k = len(rads)
-    D, CD, CS, col = [r1] * k, [r1] * k, [1.0] * k, False
+    D, CD, CS = [r1] * k, [r1] * k, [1.0] * k      # free distance, distance and safety in collision
     for i in range(k):
         if rads[i] == rt:
             D[i] = min(r1, mag(tar[0] - ego['x'], tar[1] - ego['y']))
             break
+    col_others = scan_others(ego, others, rads, prm, D, CD, CS)
+    col_walls = scan_walls(ego, walls, rads, prm, D, CD, CS)
+    col = col_others or col_walls
+    pts = [(abs(d) * math.cos(r), abs(d) * math.sin(r)) for d, r in zip(D, rads)]
+    if away:
+        idx, wp = choose_away(ego, tar, rads, pts, CS, prm)
+    else:
+        idx, wp = choose_towards(ego, tar, rads, rt, pts, CD, CS, col, prm)
+    return wp, col, speed_limit(ego, rads, idx, D, CS, col, prm, away), idx
+
+
+def scan_others(ego, others, rads, prm, D, CD, CS):
+    """Time to contact with every robot seen, per direction, into D (or CD and CS when overlapping now);
+    whether the ego overlaps one."""
+    r1, m, col = prm.range + 1, prm.margin, False
     for o in others:
         dx, dy = ego['x'] - o['x'], ego['y'] - o['y']
         if not (mag(dx, dy) < prm.range + m + o['avoid_margin']
@@ -167,79 +182,98 @@ def hlavoid(ego, others, walls, tar, prm, away):
                 CD[i] = min(CD[i], dist[i])
                 CS[i] = min(CS[i], math.cos(abs(wrap(rad - ang(dx, dy)))) * (1 + sev))
         else:
-            D = [min(a, b) for a, b in zip(D, dist)]
+            D[:] = [min(a, b) for a, b in zip(D, dist)]
+    return col
+
+
+def scan_walls(ego, walls, rads, prm, D, CD, CS):
+    """Every wall near enough: a ray cast per direction into D, or, overlapping it, its push into CS (CD without
+    useSafety); whether the ego overlaps one."""
+    r1, m, col = prm.range + 1, prm.margin, False
     for w in walls:
         a, b, c = line((w[0], w[1]), (w[2], w[3]))
         if abs(a * ego['x'] + b * ego['y'] + c) - w[4] > r1:
             continue
         o = (ego['x'], ego['y'])
-        if cast_wall(o, 0.0, m, w)[1]:
-            col = True
-            p1, p2 = (w[0], w[1]), (w[2], w[3])
-            d1, d2 = mag(o[0] - p1[0], o[1] - p1[1]), mag(o[0] - p2[0], o[1] - p2[1])
-            if foot_on(o, p1, p2):
-                sd = a * o[0] + b * o[1] + c
-                s = (sd > 0) - (sd < 0)
-                ds, rep = abs(sd), (s * a, s * b)
-            else:
-                ds, pp = (d1, p1) if d1 < d2 else (d2, p2)
-                rep = unit(o[0] - pp[0], o[1] - pp[1])
-            sev = max(0, m + w[4] - ds) / m
-            for i, rad in enumerate(rads):
-                if prm.useSafety:
-                    CS[i] = min(CS[i], math.cos(abs(wrap(rad - ang(*rep)))) * (1 + sev))
-                else:
-                    CD[i] = min(CD[i], max(0.1, (math.cos(rad) * rep[0] + math.sin(rad) * rep[1]) * 100))
-        else:
+        if not cast_wall(o, 0.0, m, w)[1]:
             for i, rad in enumerate(rads):
                 h = cast_wall(o, rad, m, w)
                 if h[0]:
                     D[i] = min(D[i], h[2])
-    pts = [(abs(d) * math.cos(r), abs(d) * math.sin(r)) for d, r in zip(D, rads)]
-    idx, wp = 0, (0.0, 0.0)
-    if not away:
-        td = mag(ego['x'] - tar[0], ego['y'] - tar[1])
-        cost = []
-        for i, r in enumerate(rads):
-            pts[i] = clip(*pts[i], max(math.cos(rt - r) * td, 1))
-            c = mag(tar[0] - (ego['x'] + pts[i][0]), tar[1] - (ego['y'] + pts[i][1]))
-            psi = abs(wrap(ego['rad'] - r))
-            c += max(psi, 0.5) * 0.1
-            c += max(psi - PI / 2, 0) * 2
-            cost.append(c)
-        if prm.useSafety:
-            best = float('inf')
-            for i in range(k):
-                if cost[i] < best and CS[i] > prm.p_waypoint_safety_threshold:
-                    best, idx = cost[i], i
-            if best < float('inf'):
-                wp = pts[idx]
-        elif not col:
-            idx = min(range(k), key=lambda i: (cost[i], i))
-            wp = pts[idx]
+            continue
+        col = True
+        p1, p2 = (w[0], w[1]), (w[2], w[3])
+        d1, d2 = mag(o[0] - p1[0], o[1] - p1[1]), mag(o[0] - p2[0], o[1] - p2[1])
+        if foot_on(o, p1, p2):
+            sd = a * o[0] + b * o[1] + c
+            s = (sd > 0) - (sd < 0)
+            ds, rep = abs(sd), (s * a, s * b)
         else:
-            best = CD[0]
-            for i in range(k):
-                if CD[i] > best:
-                    best, idx = CD[i], i
-            wp = (abs(CD[idx]) * math.cos(rads[idx]), abs(CD[idx]) * math.sin(rads[idx]))
-    else:
-        best = 0.0
-        pf = (tar[0] + tar[2] * 0.5, tar[1] + tar[3] * 0.5)
-        aw = ang(ego['x'] - tar[0] - tar[2] * 0.2, ego['y'] - tar[1] - tar[3] * 0.2)
-        a0 = ang(ego['x'] - tar[0], ego['y'] - tar[1])
-        for i, r in enumerate(rads):
-            px = pts[i][0] * prm.p_runaway_range / prm.range + ego['x']
-            py = pts[i][1] * prm.p_runaway_range / prm.range + ego['y']
-            sc = mag(px - pf[0], py - pf[1])
-            sc -= (-PI + abs(wrap(r - aw))) * prm.p_runaway_penalty_away_k
-            sc -= (-PI + abs(wrap(r - ego['rad']))) * prm.p_runaway_penalty_keeprad_k
-            if abs(wrap(r - a0)) - PI + (PI / 4 - 0.15) > 0:
-                sc = 0
-            if best < sc and CS[i] > prm.p_waypoint_safety_threshold:
-                best, idx = sc, i
-        if best > 0:
+            ds, pp = (d1, p1) if d1 < d2 else (d2, p2)
+            rep = unit(o[0] - pp[0], o[1] - pp[1])
+        sev = max(0, m + w[4] - ds) / m
+        for i, rad in enumerate(rads):
+            if prm.useSafety:
+                CS[i] = min(CS[i], math.cos(abs(wrap(rad - ang(*rep)))) * (1 + sev))
+            else:
+                CD[i] = min(CD[i], max(0.1, (math.cos(rad) * rep[0] + math.sin(rad) * rep[1]) * 100))
+    return col
+
+
+def choose_towards(ego, tar, rads, rt, pts, CD, CS, col, prm):
+    """(index, waypoint) of the best direction towards the target."""
+    k, idx, wp = len(rads), 0, (0.0, 0.0)
+    td = mag(ego['x'] - tar[0], ego['y'] - tar[1])
+    cost = []
+    for i, r in enumerate(rads):
+        pts[i] = clip(*pts[i], max(math.cos(rt - r) * td, 1))
+        c = mag(tar[0] - (ego['x'] + pts[i][0]), tar[1] - (ego['y'] + pts[i][1]))
+        psi = abs(wrap(ego['rad'] - r))
+        c += max(psi, 0.5) * 0.1
+        c += max(psi - PI / 2, 0) * 2
+        cost.append(c)
+    if prm.useSafety:
+        best = float('inf')
+        for i in range(k):
+            if cost[i] < best and CS[i] > prm.p_waypoint_safety_threshold:
+                best, idx = cost[i], i
+        if best < float('inf'):
             wp = pts[idx]
+    elif not col:
+        idx = min(range(k), key=lambda i: (cost[i], i))
+        wp = pts[idx]
+    else:
+        best = CD[0]
+        for i in range(k):
+            if CD[i] > best:
+                best, idx = CD[i], i
+        wp = (abs(CD[idx]) * math.cos(rads[idx]), abs(CD[idx]) * math.sin(rads[idx]))
+    return idx, wp
+
+
+def choose_away(ego, tar, rads, pts, CS, prm):
+    """(index, waypoint) of the best direction away from the target (fleeing)."""
+    idx, wp, best = 0, (0.0, 0.0), 0.0
+    pf = (tar[0] + tar[2] * 0.5, tar[1] + tar[3] * 0.5)
+    aw = ang(ego['x'] - tar[0] - tar[2] * 0.2, ego['y'] - tar[1] - tar[3] * 0.2)
+    a0 = ang(ego['x'] - tar[0], ego['y'] - tar[1])
+    for i, r in enumerate(rads):
+        px = pts[i][0] * prm.p_runaway_range / prm.range + ego['x']
+        py = pts[i][1] * prm.p_runaway_range / prm.range + ego['y']
+        sc = mag(px - pf[0], py - pf[1])
+        sc -= (-PI + abs(wrap(r - aw))) * prm.p_runaway_penalty_away_k
+        sc -= (-PI + abs(wrap(r - ego['rad']))) * prm.p_runaway_penalty_keeprad_k
+        if abs(wrap(r - a0)) - PI + (PI / 4 - 0.15) > 0:
+            sc = 0
+        if best < sc and CS[i] > prm.p_waypoint_safety_threshold:
+            best, idx = sc, i
+    if best > 0:
+        wp = pts[idx]
+    return idx, wp
+
+
+def speed_limit(ego, rads, idx, D, CS, col, prm, away):
+    """The turn's speed limit, and the stop rule for a robot in collision heading into it."""
     wr, minr = rads[idx], 1e10
     for i, r in enumerate(rads):
         between = (wrap(r - ego['rad']) > 0.1 and wrap(wr - r) > 0.1) or \
@@ -249,10 +283,10 @@ def hlavoid(ego, others, walls, tar, prm, away):
     limit = max(8, minr * max(1, abs(ego['w'])))
     if col:
         for i, r in enumerate(rads):
-            if abs(wrap(r - ego['rad'])) < PI * 2 / n and CS[i] <= 0:
+            if abs(wrap(r - ego['rad'])) < PI * 2 / prm.n and CS[i] <= 0:
                 limit = 100 * max(0, CS[i] * 2 + 1)
                 break
-    return wp, col, limit, idx
+    return limit
 
 
 def random_scene(rng):

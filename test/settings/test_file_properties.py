@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from support.closed_loop_bag import write_closed_loop_bag
 from toio_navigator import cli
-from toio_navigator.bags.replay import ReplayError, settings_from_parameters, stored_parameters
+from toio_navigator.bags.recording import ReplayError, stored_parameters
+from toio_navigator.bags.replay import settings_from_parameters
 from toio_navigator.bench.scenarios import ScenarioError, load_scenarios
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ from toio_navigator.settings.spec import (
     NAME,
     STR,
     STRINGS,
+    TEXTS,
     Param,
     ParamSet,
     SettingError,
@@ -58,6 +59,9 @@ def plausible(p: Param) -> st.SearchStrategy:
         return st.lists(st.sampled_from(['cube1', 'cube2', 'cube3', 'x_1']), min_size=0, max_size=4)
     elif p.kind == NAME:
         return st.sampled_from(['cube1', 'c_2', '2cube', 'a-b', ''])
+    elif p.kind == TEXTS:
+        names = st.sampled_from(['hci0', 'hci1', '*', 'hci0,hci1', 'a b', '', 'hci0,*'])
+        return st.one_of(names, st.lists(names, max_size=3))
     else:
         return st.text(max_size=6)
     if p.kind in (INTS, FLOATS):
@@ -80,6 +84,8 @@ def satisfies(p: Param, value) -> bool:
     if p.kind in (STR, NAME):
         return isinstance(value, str) and (not p.choices or value in p.choices) and \
             (p.kind == STR or not name_problem(value))
+    if p.kind == TEXTS:
+        return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
     if not isinstance(value, tuple) or (p.lengths and len(value) not in p.lengths) or len(value) % p.length_multiple:
         return False
     if p.kind == STRINGS:

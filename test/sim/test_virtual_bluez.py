@@ -17,10 +17,11 @@ import pytest
 
 bleak = pytest.importorskip('bleak')
 
-from support.bluez_rig import needs_dbus_daemon  # noqa: E402
+from support.bluez_rig import CALM, needs_dbus_daemon  # noqa: E402
 from toio_navigator import cli  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
-from toio_navigator.cube.ble_transport import BleTransport, forget_unheard, scan  # noqa: E402
+from toio_navigator.cube.ble_scan import forget_unheard, scan  # noqa: E402
+from toio_navigator.cube.ble_transport import BleTransport  # noqa: E402
 from toio_navigator.cube.transport import BackoffPolicy, LinkState  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 from toio_navigator.sim.bluez.service import advertised_name  # noqa: E402
@@ -32,7 +33,7 @@ C = p.Characteristic
 @pytest.fixture(scope='module')
 def host():
     """Two cubes; bleak in this process finds their BlueZ through DBUS_SYSTEM_BUS_ADDRESS."""
-    host = BluezHost([(100.0, 250.0, 0.0), (300.0, 250.0, 0.0)])
+    host = BluezHost([(100.0, 250.0, 0.0), (300.0, 250.0, 0.0)], radio=CALM)
     host.start()
     previous = os.environ.get('DBUS_SYSTEM_BUS_ADDRESS')
     os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = host.address
@@ -129,7 +130,7 @@ def test_a_cube_bleak_lost_while_it_started_is_found_by_the_next_scan(host):
     handles the InterfacesAdded, then replaces its cache with the older answer, and ignores the cube's adverts
     from then on (here the first scan misses it in most runs). A driver scans again in the same
     loop; by then the missed cube's device was removed from BlueZ, and its next advert added it afresh."""
-    link = host.bluez.links[1]
+    link = host.bluez.adapters[0].devices[1]
     armed = [True]
 
     def export_after_the_answer(msg):
@@ -158,7 +159,8 @@ def test_forget_unheard_removes_only_wanted_known_cubes(host):
         await scan(addresses=['5e:00:00:00:00:01', '5e:00:00:00:00:00'], timeout_s=5.0)   # BlueZ knows both
         return await forget_unheard(lambda address, name: 'b0a' in name, None, 5.0)
     assert run(scenario()) == ['5E:00:00:00:00:01']
-    assert host.call(lambda: (host.bluez.links[0].device is not None, host.bluez.links[1].device is None)) == \
+    devices = host.bluez.adapters[0].devices
+    assert host.call(lambda: (devices[0].device is not None, devices[1].device is None)) == \
         (True, True)
     assert [c.name for c in run(scan(names=['b0a'], timeout_s=5.0))] == ['toio-b0a']     # and it comes back
 

@@ -14,9 +14,14 @@ import pytest
 
 from conftest import spin_until
 from toio_navigator.sim.bluez.bus import find_dbus_daemon
+from toio_navigator.sim.bluez.radio import RadioParams
 
 needs_dbus_daemon = pytest.mark.skipif(
     find_dbus_daemon() is None, reason='dbus-daemon is not installed: no private D-Bus for the virtual BlueZ')
+
+#: the model's air (one 7-slot adapter, connection events) without its random aborts and failed attempts: for
+#: the tests of everything but those faults
+CALM = RadioParams().calm()
 
 #: driver parameters of every BLE driver in these tests: short reconnect delays, 50 Hz positions
 DRIVER_PARAMS = {'transport': 'ble', 'connect_timeout_s': 4.0, 'reconnect_initial_s': 0.2, 'reconnect_max_s': 1.0,

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from toio_navigator.bags.record import BagWriter, typestore
-from toio_navigator.bags.replay import PARAMETERS_KEY
-from toio_navigator.control.controller import NavigatorSettings, SwarmController, stamp_seconds
+from toio_navigator.bags.recording import PARAMETERS_KEY
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.navigator_settings import NavigatorSettings
 
 OURS = ('CubeState', 'NavGoal', 'NavResult', 'MotorCommand')
 

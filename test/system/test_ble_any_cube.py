@@ -9,7 +9,7 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from conftest import next_domain_id, ros_env  # noqa: E402
-from support.bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
+from support.bluez_rig import CALM, Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from support.lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.nodes.qos import LATCHED  # noqa: E402
 from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
@@ -21,7 +21,7 @@ DRIVERS = ('cube1', 'cube2')
 
 
 def test_drivers_for_any_cube_each_take_a_different_one():
-    host = BluezHost(POSES)
+    host = BluezHost(POSES, radio=CALM)
     host.start()
     env = host.environment(ros_env(next_domain_id()))
     probe = Probe(int(env['ROS_DOMAIN_ID']))
@@ -32,7 +32,8 @@ def test_drivers_for_any_cube_each_take_a_different_one():
     drivers = {c: start_driver(c, env, ble_name='*') for c in DRIVERS}
     try:
         # both are scanning (the virtual BlueZ keeps one discovery session per client)
-        assert probe.spin_until(lambda: host.call(lambda: len(host.bluez._sessions)) == len(DRIVERS), 30)
+        adapter = host.bluez.adapters[0]
+        assert probe.spin_until(lambda: host.call(lambda: len(adapter.discovering_clients)) == len(DRIVERS), 30)
         host.call(lambda: [host.bluez.reappear(i) for i in range(len(POSES))])
 
         def connected(cube: str) -> bool:

@@ -18,7 +18,7 @@ from sensor_msgs.msg import Imu  # noqa: E402
 from std_msgs.msg import ColorRGBA, UInt8  # noqa: E402
 
 from conftest import next_domain_id, ros_env  # noqa: E402
-from support.bluez_rig import Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
+from support.bluez_rig import CALM, Probe, needs_dbus_daemon, start_driver, stop  # noqa: E402
 from support.lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube import protocol as p  # noqa: E402
 from toio_navigator.nodes.cube_driver import LATCHED  # noqa: E402
@@ -32,7 +32,7 @@ POSES = [(100.0, 250.0, 0.0), (250.0, 120.0, math.pi / 2), (400.0, 400.0, 0.0)]
 
 class Rig:
     def __init__(self) -> None:
-        self.host = BluezHost(POSES)
+        self.host = BluezHost(POSES, radio=CALM)
         self.host.start()
         self.cube1_id = self.host.bluez.links[0].name.split('-')[1]        # e.g. 'a0a'
         self.cube2_address = self.host.bluez.links[1].address

@@ -1,5 +1,6 @@
-"""The real-cube bringup (config/real.yaml: four BLE cube_drivers and the navigator, one process each) on a
-machine with no Bluetooth: every driver talks real bleak to the virtual BlueZ, four cubes on one adapter.
+"""The real-cube bringup (config/real.yaml: four BLE cube_drivers and the navigator, one process each:
+``--driver-processes per-cube``) on a machine with no Bluetooth: every driver talks real bleak to the virtual
+BlueZ, four cubes on one adapter.
 
 The cubes swap places through the centre of the mat (contacts measured by the simulated world), then, on the way
 back, BlueZ crashes: every driver must report its link down within a second, the cubes must stop by the duration
@@ -20,7 +21,7 @@ rclpy = pytest.importorskip('rclpy')
 msg = pytest.importorskip('toio_navigator.msg')
 
 from conftest import REPO, next_domain_id, ros_env  # noqa: E402
-from support.bluez_rig import DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
+from support.bluez_rig import CALM, DRIVER_PARAMS, Probe, needs_dbus_daemon, ros_value, stop  # noqa: E402
 from support.lifecycle_probe import bad_lines  # noqa: E402
 from toio_navigator.cube.protocol import Characteristic  # noqa: E402
 from toio_navigator.demo_cli import swap_goals  # noqa: E402
@@ -42,7 +43,7 @@ LINK_KEPT_S = 1.5                               # after the crash, the cubes kee
 
 class Swarm:
     def __init__(self, tmp) -> None:
-        self.host = BluezHost(STARTS)
+        self.host = BluezHost(STARTS, radio=CALM)
         self.contacts = ContactTracker(self.host.world)
         self.host.start()
         ids = [link.name.split('-')[1] for link in self.host.bluez.links]
@@ -63,7 +64,7 @@ class Swarm:
         self.bringup = subprocess.Popen(
             [sys.executable, '-m', 'toio_navigator.nodes.bringup', '--profile', 'real',
              '--params-file', str(config / 'navigator.yaml'), '--params-file', str(config / 'real.yaml'),
-             '--params-file', str(params)],
+             '--params-file', str(params), '--driver-processes', 'per-cube'],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def all_connected(self) -> bool:

@@ -117,7 +117,7 @@ def test_the_shipped_files_pass_and_a_yaml_exponent_is_a_number(tmp_path):
     warnings, sections = check_param_file(path)
     assert sections == {'navigator', 'rviz2'}
     assert warnings == [f"{path}: section 'rviz2' names no node of this package (mat_sim, cube_driver, navigator, "
-                        'arena_explorer, virtual_ir); ignored']
+                        'arena_explorer, virtual_ir, web_console); ignored']
 
 
 def test_bringup_refuses_a_bad_parameter_file_before_starting_anything(tmp_path, capsys):

@@ -1,11 +1,15 @@
 """`toio-nav demo` end to end (4 cubes, to keep it short): every cube arrives without contact, the summary is
 printed, the mcap bag (in place of a previous run's unfinalised one) holds the navigator's topics decodable and
-replays with zero divergence, the PNG is written. Plus the bag writer on its own and the demo's refusals."""
+replays with zero divergence, the PNG is written; the demo prints the web console's address and the page (in the
+distribution's headless Chromium) shows the cubes driving while the demo runs. Plus the bag writer on its own and
+the demo's refusals."""
 from __future__ import annotations
 
 import math
 import subprocess
 import sys
+import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +19,8 @@ pytest.importorskip('toio_navigator.msg')
 
 from rosbags.highlevel import AnyReader  # noqa: E402
 
+from conftest import next_domain_id, ros_env  # noqa: E402
+from support.browser import MISSING, Browser, drawn_cubes, shot, wait_for  # noqa: E402
 from toio_navigator.bags.record import UNFINALISED, BagError, BagWriter  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 from toio_navigator.demo_cli import Tracker, swap_goals  # noqa: E402
@@ -28,7 +34,26 @@ def demo(args, env, timeout=150):
                           capture_output=True, timeout=timeout)
 
 
-def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_path, child_env):
+def watch_page(browser, url: str) -> dict:
+    """What the page shows of the running demo: its cubes, a cube driving, views per second, a screenshot."""
+    page = browser.page(url)
+    wait_for(page, 'window.toioConsole.view && window.toioConsole.view.cubes.length === 4 && '
+                   'window.toioConsole.view.cubes.every(c => c.health === "ok")', 60.0, 'the four cubes')
+    wait_for(page, 'window.toioConsole.view.cubes.some(c => c.status === "moving")', 60.0, 'a cube driving')
+    shot(page, 'demo')
+    seen = {'drawn': drawn_cubes(page), 'goals': page.evaluate('window.toioConsole.view.cubes.map(c => c.goal)')}
+    views = page.evaluate('window.toioConsole.views')
+    page.wait_for_timeout(1000)                     # (the demo goes on for a second or more after the last arrival)
+    seen['rate'] = page.evaluate('window.toioConsole.views') - views
+    seen['errors'] = list(browser.errors)
+    return seen
+
+
+@pytest.fixture(scope='module')
+def four_cube_demo(tmp_path_factory):
+    """The demo of 4 cubes, its output, and what its web page showed meanwhile (None without a browser)."""
+    tmp_path = tmp_path_factory.mktemp('demo')
+    env = ros_env(next_domain_id())
     cfg = tmp_path / 'four.yaml'
     flat = ', '.join(repr(v) for pose in FOUR for v in pose)
     cfg.write_text('/**:\n  ros__parameters:\n    cubes: [cube1, cube2, cube3, cube4]\n'
@@ -39,8 +64,34 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
     (out / 'bag').mkdir(parents=True)
     (out / 'bag' / UNFINALISED).write_text('{"storage": "mcap", "custom_data": {}}')
     (out / 'bag' / 'bag.mcap').write_bytes(b'\x89MCAP0\r\n')
-    run = demo(['--out', str(out), '--params-file', str(profiles.config_dir() / 'navigator.yaml'),
-                '--params-file', str(cfg), '--timeout', '60'], child_env)
+    browser = None if MISSING else Browser()          # started first: the 4-cube swap is over within seconds
+    proc = subprocess.Popen([sys.executable, '-m', 'toio_navigator.cli', 'demo', '--out', str(out), '--params-file',
+                             str(profiles.config_dir() / 'navigator.yaml'), '--params-file', str(cfg),
+                             '--timeout', '60', '--web-port', '0'], env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    lines: list[str] = []
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    page = None
+    try:
+        for line in iter(proc.stdout.readline, ''):    # (the demo ends itself within its --timeout)
+            lines.append(line)
+            if 'web console: http://' in line and browser is not None:
+                page = watch_page(browser, line.split('web console: ')[1].split()[0])
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if browser is not None:
+            browser.close()
+    reader.join(timeout=10)
+    return SimpleNamespace(returncode=proc.returncode, stdout=''.join(lines), stderr=''.join(err), out=out, page=page)
+
+
+def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(four_cube_demo):
+    run, out = four_cube_demo, four_cube_demo.out
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert 'all reached:       yes (4/4 cubes)' in run.stdout
     assert 'contacts:          0' in run.stdout
@@ -63,6 +114,22 @@ def test_four_cube_demo_arrives_without_contact_and_leaves_bag_and_picture(tmp_p
     assert (results[-1].direction, results[-1].goal_x) == (0, pytest.approx(45.0 + 455.0 - FOUR[1][0]))
     report = assert_replays(out / 'bag')
     assert report.ticks > 40
+
+
+def test_the_demo_prints_the_web_consoles_address_and_the_page_shows_the_cubes_driving(four_cube_demo):
+    assert 'web console: http://127.0.0.1:' in four_cube_demo.stdout
+    if MISSING:
+        pytest.skip(MISSING)
+    seen = four_cube_demo.page
+    assert seen is not None and not seen['errors'], seen
+    assert sorted(seen['drawn']) == ['cube1', 'cube2', 'cube3', 'cube4']
+    starts = {f'cube{i + 1}': p[:2] for i, p in enumerate(FOUR)}
+    mirrored = {c: (500.0 - x, 500.0 - y) for c, (x, y) in starts.items()}        # the demo's swap goals
+    for goal, cube in zip(seen['goals'], sorted(starts)):
+        if goal is not None:
+            assert math.hypot(goal[0] - mirrored[cube][0], goal[1] - mirrored[cube][1]) < 0.5
+    assert sum(g is not None for g in seen['goals']) >= 1
+    assert seen['rate'] >= 20                         # views the page got in the second after a cube drove
 
 
 def test_demo_refuses_what_it_cannot_do(tmp_path, child_env):

@@ -73,12 +73,13 @@ class Navigator:
         msg.pose.orientation.w = 1.0
         return msg
 
-    def send(self, cube: str, x: float, y: float, frame: str = 'mat', tolerance_m: float = 0.0, feedback=None):
-        """The accepted goal handle of an action goal to mat (x, y)."""
+    def send(self, cube: str, x: float, y: float, frame: str = 'mat', tolerance_m: float = 0.0, feedback=None,
+             accepted: bool = True):
+        """The goal handle of an action goal to mat (x, y), accepted (or, with ``accepted`` False, rejected)."""
         goal = NavigateToPose.Goal(pose=self.pose_msg(x, y, frame), tolerance=tolerance_m)
         handle = self.probe.wait_future(self.clients[cube].send_goal_async(goal, feedback_callback=feedback),
                                         'the goal response')
-        assert handle.accepted             # refusals come as a REJECTED result with the reason
+        assert handle.accepted == accepted
         return handle
 
     def result(self, handle):
@@ -175,19 +176,30 @@ def test_any_newer_goal_preempts_an_action_goal(fresh, how):
 
 
 @pytest.mark.parametrize('x, y, frame, tolerance, words', [
-    (600.0, 100.0, 'mat', 0.0, 'is off the mat'),
+    (600.0, 100.0, 'mat', 0.0, "position (0.818, -0.136) m in frame 'mat' is off the mat: x 0.061..0.620 m, "
+                               'y -0.620..-0.061 m'),
     (200.0, 100.0, 'odom', 0.0, "frame 'odom' is not the frame of cube1/pose ('mat' or 'map')"),
+    (math.nan, 100.0, 'mat', 0.0, 'position (nan, -0.1362530413625304) is not finite'),
     (200.0, 100.0, 'mat', math.nan, 'tolerance nan m is not a finite number >= 0'),
-    (200.0, 100.0, 'mat', 0.001, 'is below the handle tolerance'),
+    (200.0, 100.0, 'mat', 0.001, 'tolerance 0.001 m is below 0.0109 m, the radius within which the cube stops'),
 ])
-def test_refused_goals_end_rejected_with_the_reason_and_leave_the_cube_alone(fresh, x, y, frame, tolerance, words):
+def test_goals_that_can_never_succeed_are_rejected_with_the_reason_in_metres(fresh, x, y, frame, tolerance, words):
+    """Rejected by the action server itself (the client sees the goal rejected, no result), the reason in the
+    navigator's log in the goal's frame and unit; the cube's goal is untouched."""
     nav = fresh
     before = nav.results['cube1'].goal_id
-    res = nav.result(nav.send('cube1', x, y, frame=frame, tolerance_m=tolerance))
-    assert res.status == nav.GoalStatus.STATUS_ABORTED
-    assert res.result.outcome == R.REJECTED and words in res.result.reason
+    nav.send('cube1', x, y, frame=frame, tolerance_m=tolerance, accepted=False)
+    nav.probe.spin_until(lambda: f'cube1/navigate_to_pose: goal rejected: {words}' in nav.probe.log('navigator'),
+                         10.0, 'the logged reason')
     nav.probe.spin_for(0.2)
     assert nav.results['cube1'].goal_id == before
+
+
+def test_goal_pose_off_the_mat_is_refused_in_metres(fresh):
+    nav = fresh
+    nav.pose_pubs['cube1'].publish(nav.pose_msg(200.0, 10.0))
+    nav.probe.spin_until(lambda: 'goal_pose for cube1 refused: position (0.273, -0.014) m in frame \'mat\' is off '
+                                 'the mat' in nav.probe.log('navigator'), 10.0, 'the logged refusal')
 
 
 def test_goals_in_the_map_frame_or_without_a_frame_are_in_the_mat(fresh):

@@ -1,10 +1,10 @@
-"""The README's node / topic / service / parameter table is what the running nodes really offer.
+"""The node / topic / service / parameter table of docs/interfaces.md is what the running nodes really offer.
 
 The simulated bringup (mat_sim, two cube drivers, the navigator) runs in child processes; the live graph is read
 with rclpy's graph API (what `ros2 node info` shows) and each node's parameters with its list_parameters service
-(what `ros2 param list` shows). Both directions are checked: every README row exists, every live item has a row.
+(what `ros2 param list` shows). Both directions are checked: every documented row exists, every live item has a row.
 
-The table is the one after the marker line ``<!-- graph-table -->`` in README.md, with the columns
+The table is the one after the marker line ``<!-- graph-table -->`` in docs/interfaces.md, with the columns
 ``| node | interface | name | type |``; ``<cube>`` stands for every cube, a ``*`` in a name matches anything
 (e.g. ``avoid.*`` for the HLAvoid parameters). `python test/system/test_interface_table.py` prints the table of the live
 graph in that format.
@@ -24,17 +24,18 @@ from toio_navigator.launching.supervisor import Children
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = '<!-- graph-table -->'
+TABLE = REPO / 'docs' / 'interfaces.md'
 CUBES = ['cube1', 'cube2']
 NODES = [('mat_sim', '/'), ('cube_driver', '/cube1'), ('cube_driver', '/cube2'), ('navigator', '/')]
-#: every node has these; the README does not list them
+#: every node has these; the table does not list them
 HIDDEN_TOPICS = {'/rosout', '/parameter_events'}
 HIDDEN_SERVICE_SUFFIXES = ('/describe_parameters', '/get_parameter_types', '/get_parameters', '/list_parameters',
                            '/set_parameters', '/set_parameters_atomically', '/get_type_description')
 HIDDEN_PARAMETERS = {'use_sim_time', 'start_type_description_service'}
 
 
-def readme_rows(text: str) -> set[tuple[str, str, str, str]] | None:
-    """(node, interface, name, type) rows of the marked table, or None if the README has no marked table."""
+def table_rows(text: str) -> set[tuple[str, str, str, str]] | None:
+    """(node, interface, name, type) rows of the marked table, or None if the text has no marked table."""
     if MARKER not in text:
         return None
     rows = set()
@@ -135,13 +136,11 @@ def format_table(rows) -> str:
     return '\n'.join(lines)
 
 
-def test_readme_table_matches_the_live_graph(child_env, ros_domain, monkeypatch, tmp_path):
+def test_the_documented_table_matches_the_live_graph(child_env, ros_domain, monkeypatch, tmp_path):
     rclpy = pytest.importorskip('rclpy')
     pytest.importorskip('toio_navigator.msg')
-    documented = readme_rows((REPO / 'README.md').read_text())
-    if documented is None:
-        pytest.skip(f'README.md has no {MARKER} table yet '
-                    '(the table to paste: python test/system/test_interface_table.py)')
+    documented = table_rows(TABLE.read_text())
+    assert documented, f'{TABLE} has no {MARKER} table (the table to paste: python {Path(__file__).relative_to(REPO)})'
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ros_domain))
     children, node, context, executor = start_graph(child_env, tmp_path)
     try:
@@ -152,24 +151,24 @@ def test_readme_table_matches_the_live_graph(child_env, ros_domain, monkeypatch,
         children.stop()
     missing_in_graph = sorted(r for r in documented if not any(matches(r, x) for x in live))
     undocumented = sorted(x for x in live if not any(matches(r, x) for r in documented))
-    assert not missing_in_graph, f'README rows the running nodes do not have: {missing_in_graph}'
-    assert not undocumented, f'live interfaces missing from the README table: {undocumented}'
+    assert not missing_in_graph, f'{TABLE.name} rows the running nodes do not have: {missing_in_graph}'
+    assert not undocumented, f'live interfaces missing from the table of {TABLE.name}: {undocumented}'
 
 
 def test_table_parser_reads_rows_and_globs():
     text = f'intro\n{MARKER}\n| node | interface | name | type |\n|---|---|---|---|\n' \
            '| navigator | subscribes | `<cube>/state` | toio_navigator/msg/CubeState |\n' \
            '| navigator | parameter | `avoid.*` |  |\n\nafter\n| x | y | z | w |\n'
-    rows = readme_rows(text)
+    rows = table_rows(text)
     assert rows == {('navigator', 'subscribes', '<cube>/state', 'toio_navigator/msg/CubeState'),
                     ('navigator', 'parameter', 'avoid.*', '')}
     assert matches(('navigator', 'parameter', 'avoid.*', ''), ('navigator', 'parameter', 'avoid.margin', ''))
     assert not matches(('navigator', 'parameter', 'avoid.*', ''), ('navigator', 'parameter', 'boids.fov', ''))
-    assert readme_rows('no table here') is None
+    assert table_rows('no table here') is None
 
 
 if __name__ == '__main__':
-    # print the table of the live graph, to paste into README.md
+    # print the table of the live graph, to paste into docs/interfaces.md
     import os
     import tempfile
 

@@ -28,8 +28,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from conftest import spin_until  # noqa: E402
 from toio_navigator.bags import record_cli  # noqa: E402
 from toio_navigator.bags.record import BagWriter  # noqa: E402
+from toio_navigator.bags.recording import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.repair import repair  # noqa: E402
-from toio_navigator.bags.replay import PARAMETERS_KEY, bag_custom_data, open_reader, read_recording  # noqa: E402
 from toio_navigator.bags.replay_live import compare_live, replay_live  # noqa: E402
 from toio_navigator.bags.testing import assert_replays  # noqa: E402
 from toio_navigator.msg import CubeState, NavResult  # noqa: E402
@@ -261,6 +261,7 @@ def test_a_drain_waits_through_a_few_empty_polls_for_what_was_published_before_t
     """The 4-cube demo under load once left the last cubes' arrivals out of its bag: the recorder, 2-4 s behind,
     took three empty polls for "nothing more" and finalised. Now it takes DRAIN_QUIET_S without a message."""
     behind = _FarBehind(empty_polls=record_cli.DRAIN_QUIET_POLLS, backlog=300)
+    # private: the drain rule is tested on a fake recorder far behind, which no live run produces on demand
     assert record_cli._drain(behind, behind, behind, behind)     # ends by itself, not at DRAIN_CAP_S
     assert behind.backlog == 0 and behind.counts['/cube1/nav_result'] == 300
 
@@ -339,6 +340,7 @@ def test_a_recorder_behind_writes_what_a_topic_has_queued_in_one_callback(ros, t
     with BagWriter(tmp_path / 'queued') as writer:
         recorder = record_cli.TopicRecorder(node, writer, ['/queued/state'])
         assert spin_until(executor, lambda: recorder.discover() == 1)
+        # private: the batching shows only in how often the write callback runs, so the test counts its calls
         sub = recorder._subs['/queued/state']
         assert spin_until(executor, lambda: sub.get_publisher_count() == 1 and pub.get_subscription_count() == 1)
         calls = []

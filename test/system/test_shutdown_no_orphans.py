@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,7 @@ from support.lifecycle_probe import (  # noqa: E402
     bad_lines,
     descendants,
     describe,
+    running,
     start_bringup,
     wait_gone,
     write_cubes,
@@ -71,6 +73,29 @@ def test_a_child_whose_supervisor_is_already_gone_stops_at_once():
     child = subprocess.run([sys.executable, '-c', 'import time\nfrom toio_navigator.lifecycle import die_with_parent'
                             '\ndie_with_parent()\ntime.sleep(60)'], env=env, timeout=50)
     assert child.returncode == -signal.SIGTERM
+
+
+ARMED_CHILD = ('import time\nfrom toio_navigator.lifecycle import die_with_parent\ndie_with_parent()\n'
+               "print('armed', flush=True)\ntime.sleep(60)")
+
+
+def test_a_child_started_through_a_prefix_keeps_running_and_dies_with_that_prefix():
+    """``ros2 launch --launch-prefix 'xterm -e'`` (or gdb, timeout) puts a process between the launch and its node:
+    the node must not take its supervisor for gone, and dies with the process the kernel knows as its parent."""
+    env = dict(os.environ, **{lifecycle.PARENT_ENV: str(os.getpid())})
+    prefix = subprocess.Popen(['timeout', '120', sys.executable, '-c', ARMED_CHILD], env=env,
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert prefix.stdout.readline() == 'armed\n'
+        child = next(iter(descendants(prefix.pid)))
+        time.sleep(0.5)
+        assert running(child), 'the child took its supervisor for gone'
+        os.kill(prefix.pid, signal.SIGKILL)
+        assert wait_gone({child}, 10.0) == set()
+    finally:
+        if prefix.poll() is None:
+            os.killpg(prefix.pid, signal.SIGKILL)
+        prefix.wait(timeout=10)
 
 
 HANGING_NODE = '''

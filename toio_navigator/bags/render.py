@@ -22,7 +22,7 @@ from matplotlib.animation import FuncAnimation, PillowWriter
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 
-from toio_navigator.bags.replay import ReplayError, open_reader, stored_parameters
+from toio_navigator.bags.recording import ReplayError, open_reader, stored_parameters
 from toio_navigator.input_files import InputError, number, show
 from toio_navigator.units import BODY_RADIUS, ros_to_mat_xy
 

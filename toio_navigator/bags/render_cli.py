@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from toio_navigator.bags.recording import ReplayError
 from toio_navigator.bags.render import read_run, save_gif, save_png
-from toio_navigator.bags.replay import ReplayError
 from toio_navigator.input_files import InputError, check_output_file
 
 

@@ -110,7 +110,6 @@ def _unfinalised_custom_data(bag: Path) -> tuple[dict[str, str], str]:
 def _mcap_events(data_file: Path, salvage: Salvage):
     """Yield ('topic', name, msgtype, msgdef) and ('message', name, log_time, data) for every complete record of
     an mcap file, in order; stops at the first incomplete or corrupt record, noting it in ``salvage``."""
-    known = {int(o) for o in Opcode}
     schemas: dict[int, Schema] = {}
     channels: dict[int, str] = {}
     salvage.size = size = data_file.stat().st_size
@@ -122,54 +121,73 @@ def _mcap_events(data_file: Path, salvage: Salvage):
         while True:
             salvage.readable = pos
             head = f.read(9)
-            if len(head) == 0:
-                salvage.lost = (f'only what the recorder had not flushed yet (toio-nav record flushes every '
-                                f'{FLUSH_PERIOD_S:g} s): every record in the file is complete')
-                return
-            if len(head) < 9:
-                salvage.lost = f'the last {size - pos} bytes (an incomplete record header)'
+            lost = _record_header_problem(head, size, pos)
+            if lost:
+                salvage.lost = lost
                 return
             opcode, length = struct.unpack('<BQ', head)
-            if opcode not in known:
-                salvage.lost = (f'the last {size - pos} bytes: a corrupt record at byte {pos} (opcode {opcode}; '
-                                'zeros are what a power loss leaves)')
-                return
-            if length > size - pos - 9:
-                what = Opcode(opcode).name.lower().replace('_', ' ')
-                salvage.lost = (f'the last {size - pos} bytes: an incomplete {what} record at byte {pos} (it '
-                                f'needs {length} bytes, {size - pos - 9} were written)')
-                return
             body = f.read(length)
             if opcode in (Opcode.DATA_END, Opcode.FOOTER):
                 salvage.readable = size
                 salvage.complete = True
                 return
             try:
-                if opcode == Opcode.CHUNK:
-                    records = breakup_chunk(Chunk.read(ReadDataStream(BytesIO(body))))
-                elif opcode == Opcode.MESSAGE:
-                    records = [Message.read(ReadDataStream(BytesIO(body)), length)]
-                elif opcode == Opcode.SCHEMA:
-                    records = [Schema.read(ReadDataStream(BytesIO(body)))]
-                elif opcode == Opcode.CHANNEL:
-                    records = [Channel.read(ReadDataStream(BytesIO(body)))]
-                else:
-                    records = []
+                records = _mcap_records(opcode, body, length)
             except (McapError, struct.error, ValueError, EOFError) as exc:
                 salvage.lost = f'the last {size - pos} bytes: record at byte {pos} is corrupt ({exc})'
                 return
-            for rec in records:
-                if isinstance(rec, Schema):
-                    schemas[rec.id] = rec
-                elif isinstance(rec, Channel) and rec.id not in channels:
-                    schema = schemas.get(rec.schema_id)
-                    if schema is None:
-                        continue
-                    channels[rec.id] = rec.topic
-                    yield 'topic', rec.topic, schema.name, schema.data.decode('utf-8', 'replace')
-                elif isinstance(rec, Message) and rec.channel_id in channels:
-                    yield 'message', channels[rec.channel_id], rec.log_time, rec.data
+            yield from _record_events(records, schemas, channels)
             pos += 9 + length
+
+
+_KNOWN_OPCODES = {int(o) for o in Opcode}
+
+
+def _record_header_problem(head: bytes, size: int, pos: int) -> str:
+    """What is lost when the record header ``head`` read at byte ``pos`` of a ``size``-byte file ends the
+    readable part ('' when the record is complete)."""
+    if len(head) == 0:
+        return (f'only what the recorder had not flushed yet (toio-nav record flushes every '
+                f'{FLUSH_PERIOD_S:g} s): every record in the file is complete')
+    if len(head) < 9:
+        return f'the last {size - pos} bytes (an incomplete record header)'
+    opcode, length = struct.unpack('<BQ', head)
+    if opcode not in _KNOWN_OPCODES:
+        return (f'the last {size - pos} bytes: a corrupt record at byte {pos} (opcode {opcode}; '
+                'zeros are what a power loss leaves)')
+    if length > size - pos - 9:
+        what = Opcode(opcode).name.lower().replace('_', ' ')
+        return (f'the last {size - pos} bytes: an incomplete {what} record at byte {pos} (it '
+                f'needs {length} bytes, {size - pos - 9} were written)')
+    return ''
+
+
+def _mcap_records(opcode: int, body: bytes, length: int) -> list:
+    """The schema, channel and message records in one mcap record (a chunk holds several)."""
+    if opcode == Opcode.CHUNK:
+        return breakup_chunk(Chunk.read(ReadDataStream(BytesIO(body))))
+    if opcode == Opcode.MESSAGE:
+        return [Message.read(ReadDataStream(BytesIO(body)), length)]
+    if opcode == Opcode.SCHEMA:
+        return [Schema.read(ReadDataStream(BytesIO(body)))]
+    if opcode == Opcode.CHANNEL:
+        return [Channel.read(ReadDataStream(BytesIO(body)))]
+    return []
+
+
+def _record_events(records: list, schemas: dict, channels: dict):
+    """The events of ``records``, noting schemas and channels as they come (a channel counts once)."""
+    for rec in records:
+        if isinstance(rec, Schema):
+            schemas[rec.id] = rec
+        elif isinstance(rec, Channel) and rec.id not in channels:
+            schema = schemas.get(rec.schema_id)
+            if schema is None:
+                continue
+            channels[rec.id] = rec.topic
+            yield 'topic', rec.topic, schema.name, schema.data.decode('utf-8', 'replace')
+        elif isinstance(rec, Message) and rec.channel_id in channels:
+            yield 'message', channels[rec.channel_id], rec.log_time, rec.data
 
 
 def _sqlite_events(data_file: Path, salvage: Salvage):

@@ -1,10 +1,10 @@
 """Replay a recorded run through a fresh navigator and compare what it decides with what was recorded.
 
-Offline, through the core (no rclpy; bags are read with rosbags): every recorded tick is rebuilt from what its
-``<cube>/nav_result`` says the navigator used (the state's header stamp ``state_stamp``, looked up among the
-bag's ``<cube>/state`` messages, or, when the recorder lost that state, the copy the NavResult carries in its
-``state_*`` fields; and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed, tolerance, so
-goals sent through the ``navigator/set_goal`` service replay too), then a
+Offline, through the core (no rclpy; :mod:`~toio_navigator.bags.recording` reads the bag): every recorded tick
+is rebuilt from what its ``<cube>/nav_result`` says the navigator used (the state's header stamp ``state_stamp``,
+looked up among the bag's ``<cube>/state`` messages, or, when the recorder lost that state, the copy the NavResult
+carries in its ``state_*`` fields; and the goal being pursued: goal_id, goal_x, goal_y, direction, max_speed,
+tolerance, so goals sent through the ``navigator/set_goal`` service replay too), then a
 :class:`~toio_navigator.control.controller.SwarmController` steps at the tick stamp (``header.stamp``) and its
 decision is compared field by field, within tolerances, with the recorded NavResult and MotorCommand. The
 navigator's tick is a pure function of these, so a complete bag replays with zero divergence; the first
@@ -22,16 +22,23 @@ a goal re-sent with the same id and fields is not seen as new.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from rosbags.highlevel import AnyReader
 
-from toio_navigator.bags.repair import diagnose
-from toio_navigator.control.controller import NavigatorSettings, SwarmController, stamp_seconds
-from toio_navigator.input_files import InputError, load_json, load_yaml, read_text
+from toio_navigator.bags.recording import (
+    NAV_FIELDS,
+    MotorLog,
+    Recording,
+    ReplayError,
+    Tick,
+    goal_shown,
+    read_recording,
+)
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.navigator_settings import NavigatorSettings
+from toio_navigator.input_files import InputError, load_yaml, read_text
 from toio_navigator.launching.profiles import config_dir
 from toio_navigator.reference.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.navigator import (
@@ -41,266 +48,13 @@ from toio_navigator.settings.navigator import (
     reference_parameters,
 )
 
-PARAMETERS_KEY = 'toio_navigator.navigator_parameters'     # custom_data written by `toio-nav record`
 #: the last ticks of a recording, whose MotorCommands may not have reached the bag before it ended
 TAIL_TICKS = 3
-NAV_FIELDS = ('goal_id', 'active', 'waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio', 'collision',
-              'reached', 'mode', 'planner')
-#: what a NavResult records of the tick's inputs (the state used, the goal pursued)
-INPUT_FIELDS = ('state_stamp', 'goal_x', 'goal_y', 'direction', 'max_speed', 'tolerance')
-#: the copy of the state used (NavResults recorded before it was added lack it: the bag's states must do)
-STATE_FIELDS = ('state_x', 'state_y', 'state_theta', 'state_on_mat', 'state_link_state')
 MOTOR_FIELDS = ('left', 'right', 'duration_ms')
 FLOAT_FIELDS = ('waypoint_x', 'waypoint_y', 'speed_limit', 'speed_ratio')
 UNSEEN = -1e4                        # SwarmController's position (and waypoint) of a cube it has no state of
 DEFAULT_FLOAT_TOLERANCE = 1e-6       # same code, same float64 inputs: only rounding noise is forgiven
 NODE_ONLY_PARAMETERS = ('markers_every', 'tick_on_fresh_states', 'use_sim_time', 'start_type_description_service')
-
-
-class ReplayError(ValueError):
-    """The bag or the replay configuration cannot be used (message names the problem)."""
-
-
-# ------------------------------------------------------------------------------------------------ the recording
-
-@dataclass(frozen=True)
-class StateIn:
-    stamp_ns: int
-    bag_ns: int              # when the recorder received it: the best estimate of the navigator's arrival time
-    cube: str
-    x: float
-    y: float
-    theta: float
-    on_mat: bool
-    link_state: int
-
-
-@dataclass(frozen=True)
-class GoalIn:
-    bag_ns: int
-    cube: str
-    goal_id: int
-    msg_cube: str
-    x: float
-    y: float
-    direction: int
-    max_speed: float = 0.0
-    tolerance: float = 0.0
-
-
-@dataclass
-class Tick:
-    """One control tick of the recorded navigator: its NavResults (per cube) and the MotorCommands it sent."""
-    stamp_ns: int
-    results: dict[str, dict] = field(default_factory=dict)
-    result_bag_ns: dict[str, int] = field(default_factory=dict)
-    number: int | None = None       # the navigator's tick number (None: recorded before NavResult had it)
-
-
-@dataclass
-class MotorLog:
-    """One cube's recorded MotorCommands (left, right, duration_ms): by the stamp of the tick that sent them, or,
-    for bags recorded before MotorCommand was stamped, in the order sent."""
-    by_stamp: dict[int, tuple[int, int, int]] = field(default_factory=dict)
-    in_order: list[tuple[int, int, int]] = field(default_factory=list)
-    taken: int = 0            # in_order: how many earlier ticks consumed
-
-    @property
-    def stamped(self) -> bool:
-        return bool(self.by_stamp)
-
-    def take(self, stamp_ns: int) -> tuple[int, int, int] | None:
-        """The recorded command of the tick stamped ``stamp_ns`` (unstamped: the next one in order); None when
-        the bag has none."""
-        if self.stamped:
-            return self.by_stamp.get(stamp_ns)
-        self.taken += 1
-        return self.in_order[self.taken - 1] if self.taken <= len(self.in_order) else None
-
-
-@dataclass
-class Recording:
-    path: Path
-    cubes: list[str]
-    states: list[StateIn]
-    goals: list[GoalIn]
-    ticks: list[Tick]
-    motors: dict[str, MotorLog]             # per cube
-    start_ns: int
-    end_ns: int
-    parameters: dict | None                 # the navigator's parameters stored by `toio-nav record`, if any
-    notes: list[str] = field(default_factory=list)
-
-
-_TOPIC = re.compile(r'^/(?P<cube>[A-Za-z_][A-Za-z0-9_]*)/(?P<kind>state|goal|nav_result|motor_cmd)$')
-_TYPES = {'state': 'CubeState', 'goal': 'NavGoal', 'nav_result': 'NavResult', 'motor_cmd': 'MotorCommand'}
-
-
-def _natural(name: str):
-    return [int(p) if p.isdigit() else p for p in re.split(r'(\d+)', name)]
-
-
-def ros_time_ns(t) -> int:
-    """A ROS time (sec, nanosec) in nanoseconds."""
-    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
-
-
-def _stamp_ns(msg) -> int:
-    return ros_time_ns(msg.header.stamp)
-
-
-def bag_custom_data(path: Path) -> dict:
-    """custom_data of a bag directory's metadata.yaml ({} for a bare .mcap or none)."""
-    meta = Path(path) / 'metadata.yaml'
-    if not meta.is_file():
-        return {}
-    try:
-        info = load_yaml(read_text(meta, 'rosbag2 metadata file'), str(meta))
-    except InputError as exc:
-        raise ReplayError(str(exc)) from None
-    bag_info = info.get('rosbag2_bagfile_information') if isinstance(info, dict) else None
-    if not isinstance(bag_info, dict):
-        raise ReplayError(f'{meta}: not a rosbag2 metadata file (no rosbag2_bagfile_information mapping)')
-    custom = bag_info.get('custom_data') or {}
-    if not isinstance(custom, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in custom.items()):
-        raise ReplayError(f'{meta}: custom_data must be a mapping of strings to strings')
-    return dict(custom)
-
-
-def stored_parameters(path: Path) -> dict | None:
-    """The navigator's parameters `toio-nav record` stored in the bag (None if it holds none): a JSON object
-    {name: value} under custom_data PARAMETERS_KEY; ReplayError naming the rule otherwise."""
-    custom = bag_custom_data(path) if Path(path).is_dir() else {}
-    if PARAMETERS_KEY not in custom:
-        return None
-    where = f'{path}: custom_data {PARAMETERS_KEY}'
-    try:
-        parameters = load_json(custom[PARAMETERS_KEY], where)
-    except InputError as exc:
-        raise ReplayError(str(exc)) from None
-    if not isinstance(parameters, dict):
-        raise ReplayError(f'{where} must be a JSON object {{name: value}}, got a {type(parameters).__name__}')
-    return parameters
-
-
-def open_reader(path: str | Path):
-    """A rosbags AnyReader for a bag directory or a bare .mcap, or ReplayError naming the problem."""
-    path = Path(path)
-    if not path.exists():
-        raise ReplayError(f'{path}: no such bag (a rosbag2 directory or an .mcap file)')
-    damage = diagnose(path)          # not finalised / truncated: say what is readable and how to repair
-    if damage is not None:
-        raise ReplayError(damage)
-    bag_custom_data(path)            # a metadata.yaml that is no rosbag2 metadata is named before rosbags reads it
-    try:
-        reader = AnyReader([path])
-        reader.open()
-    except Exception as exc:   # rosbags raises several unrelated types for unreadable input
-        raise ReplayError(f'{path}: not a readable rosbag2 bag: {exc}') from None
-    return reader
-
-
-def read_recording(path: str | Path) -> Recording:
-    """The navigator's inputs and outputs in a bag (every ``/<cube>/{state,goal,nav_result,motor_cmd}``)."""
-    path = Path(path)
-    reader = open_reader(path)
-    try:
-        conns = []
-        for c in reader.connections:
-            m = _TOPIC.match(c.topic)
-            if m and c.msgtype.endswith('/' + _TYPES[m['kind']]):
-                conns.append(c)
-        states, goals, results, motors = [], [], [], []
-        start, end = reader.start_time, reader.end_time
-        # (rosbags reads every connection when given an empty list)
-        for conn, bag_ns, raw in (reader.messages(connections=conns) if conns else ()):
-            m = _TOPIC.match(conn.topic)
-            cube, kind = m['cube'], m['kind']
-            try:
-                msg = reader.deserialize(raw, conn.msgtype)
-            except Exception as exc:
-                raise ReplayError(f'{path}: cannot decode a {conn.msgtype} on {conn.topic}: {exc}') from None
-            if kind == 'state':
-                states.append(StateIn(_stamp_ns(msg), bag_ns, cube, float(msg.x), float(msg.y), float(msg.theta),
-                                      bool(msg.on_mat), int(msg.link_state)))
-            elif kind == 'goal':
-                goals.append(GoalIn(bag_ns, cube, int(msg.goal_id), str(msg.cube), float(msg.x), float(msg.y),
-                                    int(msg.direction), float(msg.max_speed), float(msg.tolerance)))
-            elif kind == 'nav_result':
-                if not all(hasattr(msg, f) for f in INPUT_FIELDS):
-                    raise ReplayError(f'{path}: its NavResult has no state_stamp / goal fields (recorded by an older '
-                                      'navigator): the ticks cannot be rebuilt; record the run again')
-                fields_ = {f: _plain(getattr(msg, f)) for f in NAV_FIELDS + INPUT_FIELDS[1:]}
-                fields_['state_stamp_ns'] = ros_time_ns(msg.state_stamp)
-                fields_['state'] = _state_copy(msg, cube, fields_['state_stamp_ns'], bag_ns)
-                fields_['tick'] = int(msg.tick) if hasattr(msg, 'tick') else None
-                results.append((_stamp_ns(msg), bag_ns, cube, fields_))
-            else:
-                motors.append((bag_ns, _stamp_ns(msg), cube, (int(msg.left), int(msg.right), int(msg.duration_ms))))
-    finally:
-        reader.close()
-    if not results:
-        raise ReplayError(f'{path}: no /<cube>/nav_result messages: nothing to compare (record the navigator\'s '
-                          'outputs too)')
-    if not states:
-        raise ReplayError(f'{path}: no /<cube>/state messages: the navigator\'s inputs were not recorded')
-    parameters = stored_parameters(path)
-    cubes = sorted({r[2] for r in results}, key=_natural)
-    if parameters and isinstance(parameters.get('cubes'), list) and parameters['cubes']:
-        cubes = [str(c) for c in parameters['cubes']]
-    rec = Recording(path, cubes, sorted(states, key=lambda s: s.stamp_ns), goals, [], {}, start, end, parameters)
-    rec.ticks = _ticks(results, rec.notes)
-    rec.motors = _motor_sequences(motors, rec.ticks, rec.notes)
-    return rec
-
-
-def _plain(value):
-    return value.item() if hasattr(value, 'item') else value
-
-
-def _ticks(results, notes: list[str]) -> list[Tick]:
-    by_stamp: dict[int, Tick] = {}
-    doubled = 0
-    for stamp, bag_ns, cube, fields_ in results:
-        tick = by_stamp.setdefault(stamp, Tick(stamp))
-        if cube in tick.results:
-            doubled += 1
-            continue
-        tick.results[cube] = fields_
-        tick.result_bag_ns[cube] = bag_ns
-        tick.number = fields_['tick']
-    if doubled:
-        notes.append(f'{doubled} NavResults repeat a cube within one tick stamp; only the first is compared')
-    return [by_stamp[s] for s in sorted(by_stamp)]
-
-
-def _motor_sequences(motors, ticks: list[Tick], notes: list[str]) -> dict[str, MotorLog]:
-    """Each cube's MotorCommands, by their tick's stamp. A command with no stamp (a navigator's stop on shutdown,
-    or every command of a bag recorded before MotorCommand was stamped) is kept in order only for a cube with no
-    stamped one: a busy recorder receives the two topics in batches, so those are matched to ticks by order during
-    the replay, not by time; the ones received before the cube's first recorded NavResult belong to ticks the bag
-    does not hold."""
-    first = {}
-    for t in ticks:
-        for cube, bag_ns in t.result_bag_ns.items():
-            first[cube] = min(first.get(cube, bag_ns), bag_ns)
-    out: dict[str, MotorLog] = {}
-    unstamped: dict[str, list] = {}
-    for bag_ns, stamp_ns, cube, motor in motors:
-        if stamp_ns:
-            out.setdefault(cube, MotorLog()).by_stamp[stamp_ns] = motor
-        else:
-            unstamped.setdefault(cube, []).append((bag_ns, motor))
-    dropped = 0
-    for cube, sequence in unstamped.items():
-        if cube in out:
-            continue
-        kept = [m for bag_ns, m in sequence if cube in first and bag_ns >= first[cube] - 5_000_000]
-        dropped += len(sequence) - len(kept)
-        out[cube] = MotorLog(in_order=kept)
-    if dropped:
-        notes.append(f'{dropped} MotorCommands from before the first recorded NavResult of their cube are ignored')
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ configuration
@@ -483,6 +237,17 @@ def _compare(tick: Tick, commands, rec: Recording, tol: dict, settings, absent: 
 
 # ------------------------------------------------------------------------------------------------ offline replay
 
+@dataclass
+class _Tally:
+    """What a replay counts besides the comparisons, for the report's notes."""
+    missing_states: int = 0        # states named by NavResults that are in neither the bag nor the NavResult
+    from_results: int = 0          # states taken from the NavResults' copies
+    incomplete: int = 0            # ticks not compared: an input lost
+    explained_ticks: int = 0       # ticks that differ after a lost tick
+    rejected: list[str] = field(default_factory=list)
+    absent: dict[str, int] = field(default_factory=lambda: {'tail': 0, 'lost': 0})
+
+
 def replay_recording(rec: Recording, settings: NavigatorSettings, params: NavigatorParams,
                      handle: CubeHandleParams, *, tolerances: dict | None = None, resync: bool = True,
                      keep: int = 20) -> ReplayReport:
@@ -500,47 +265,18 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     rec.start_ns = min([rec.start_ns] + [t.stamp_ns for t in rec.ticks[:1]] + [s.stamp_ns for s in rec.states[:1]])
     ctrl = SwarmController(settings, params, handle, clock=lambda: math.nan)   # the replay always passes `now`
     states = {(s.cube, s.stamp_ns): s for s in rec.states}
-    # the first recorded tick may not be the navigator's first: the commands it sent before (in effect for up to a
-    # command duration) are not in the bag, so compare only once every cube is seen and that long has passed
-    history_ns = max(settings.command_duration_ms, settings.stop_duration_ms) * 1_000_000
-    begin = rec.ticks[0].stamp_ns + history_ns if rec.ticks else 0
-    first = next((k for k, t in enumerate(rec.ticks) if t.stamp_ns >= begin and len(t.results) == len(rec.cubes)
-                  and all(r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())),
-                 len(rec.ticks))
-    absent = {'tail': 0, 'lost': 0}
-    missing_states, from_results, incomplete, rejected = 0, 0, 0, []
+    first = _first_compared_tick(rec, settings)
     lost_at = _first_lost_tick(rec.ticks)
-    explained_ticks = 0
+    tally = _Tally()
     for k, tick in enumerate(rec.ticks):
-        complete = len(tick.results) == len(rec.cubes)
-        for cube, r in tick.results.items():
-            i = ctrl.index.get(cube)
-            if i is None:
-                continue
-            if _goal_of(r) is not None and _goal_of(r) != _goal_tuple(ctrl.last_goal[i]):
-                goal_id, x, y, direction, max_speed, tolerance = _goal_of(r)
-                reason = ctrl.set_goal(cube, goal_id, x, y, direction, max_speed, tolerance)
-                if reason:
-                    rejected.append(f'goal {goal_id} for {cube}: {reason}')
-            stamp = r['state_stamp_ns']
-            if stamp > 0 and int(ctrl.stamp_ns[i]) != stamp:
-                s = states.get((cube, stamp))
-                if s is None and r.get('state') is not None:
-                    s = r['state']
-                    from_results += 1
-                if s is None:
-                    missing_states += 1
-                    complete = False
-                    continue
-                ctrl.update_state(cube, s.x, s.y, s.theta, s.on_mat, s.link_state, stamp)
-        tick_s = stamp_seconds(tick.stamp_ns)
-        commands = ctrl.step(tick_s)
-        forced: list = []
+        complete = _feed_tick(ctrl, tick, states, tally) and len(tick.results) == len(rec.cubes)
+        commands = ctrl.step(stamp_seconds(tick.stamp_ns))
         if k < first or not complete:    # inputs the bag lost: step, follow the recorded commands, no verdict
-            incomplete += k >= first
+            tally.incomplete += k >= first
             _adopt_recorded_motors(ctrl, rec, commands, tick.stamp_ns)
             continue
-        diffs = _compare(tick, commands, rec, tol, ctrl.settings, absent, forced,
+        forced: list = []
+        diffs = _compare(tick, commands, rec, tol, ctrl.settings, tally.absent, forced,
                          tail=k >= len(rec.ticks) - TAIL_TICKS)
         if resync:     # the cubes got the recorded commands: the motion model and the contact guard count with them
             for cube, motor in forced:
@@ -550,13 +286,58 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         report.compared['motor_cmd'] += len(forced)
         report.exact_ticks += k < lost_at
         if k >= lost_at:
-            explained_ticks += bool(diffs)
+            tally.explained_ticks += bool(diffs)
             report.explained += diffs[:max(keep - len(report.explained), 0)]
             continue
         for kind in ('nav_result', 'motor_cmd'):
             report.diverged[kind] += len({d.topic for d in diffs if d.topic.endswith(kind)})
         if len(report.divergences) < keep:
             report.divergences += diffs[:keep - len(report.divergences)]
+    _note_replay(report, rec, first, lost_at, tally)
+    _completeness(rec, report, settings.rate_hz)
+    return report
+
+
+def _first_compared_tick(rec: Recording, settings: NavigatorSettings) -> int:
+    """Index of the first tick compared. The first recorded tick may not be the navigator's first: the commands
+    it sent before (in effect for up to a command duration) are not in the bag, so compare only once every cube
+    is seen and that long has passed."""
+    history_ns = max(settings.command_duration_ms, settings.stop_duration_ms) * 1_000_000
+    begin = rec.ticks[0].stamp_ns + history_ns if rec.ticks else 0
+    return next((k for k, t in enumerate(rec.ticks) if t.stamp_ns >= begin and len(t.results) == len(rec.cubes)
+                 and all(r['waypoint_x'] != UNSEEN and r['state_stamp_ns'] > 0 for r in t.results.values())),
+                len(rec.ticks))
+
+
+def _feed_tick(ctrl: SwarmController, tick: Tick, states: dict, tally: _Tally) -> bool:
+    """Give the controller the goals and states ``tick``'s NavResults show; False when a state is lost."""
+    complete = True
+    for cube, r in tick.results.items():
+        i = ctrl.index.get(cube)
+        if i is None:
+            continue
+        goal = goal_shown(r)
+        if goal is not None and goal != _goal_tuple(ctrl.last_goal[i]):
+            goal_id, x, y, direction, max_speed, tolerance = goal
+            reason = ctrl.set_goal(cube, goal_id, x, y, direction, max_speed, tolerance)
+            if reason:
+                tally.rejected.append(f'goal {goal_id} for {cube}: {reason}')
+        stamp = r['state_stamp_ns']
+        if stamp > 0 and int(ctrl.stamp_ns[i]) != stamp:
+            s = states.get((cube, stamp))
+            if s is None and r.get('state') is not None:
+                s = r['state']
+                tally.from_results += 1
+            if s is None:
+                tally.missing_states += 1
+                complete = False
+                continue
+            ctrl.update_state(cube, s.x, s.y, s.theta, s.on_mat, s.link_state, stamp)
+    return complete
+
+
+def _note_replay(report: ReplayReport, rec: Recording, first: int, lost_at: int, tally: _Tally) -> None:
+    """The report's notes on what was not compared and why."""
     if lost_at < len(rec.ticks):
         report.lost_ticks = sum(max(b.number - a.number - 1, 0) for a, b in zip(rec.ticks, rec.ticks[1:])
                                 if a.number is not None and b.number is not None)
@@ -564,17 +345,18 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
         report.notes.append(f'the bag lost {report.lost_ticks} whole ticks of the navigator (the first just '
                             f'before the tick at t={t_lost:.3f} s): what a lost tick changed in its memory is in no '
                             f'message, so a difference from there on is listed but is no divergence '
-                            f'({explained_ticks} ticks differ)')
+                            f'({tally.explained_ticks} ticks differ)')
     if first:
         report.notes.append(f'{min(first, len(rec.ticks))} leading ticks not compared (warm-up: the commands sent '
                             'before the recording, or a cube the navigator had not seen yet)')
-    if incomplete:
-        report.notes.append(f'{incomplete} ticks not compared: the bag lost a state they used ({missing_states} '
-                            'states named by NavResults are missing) or a NavResult')
-    if from_results:
-        report.notes.append(f'{from_results} states the bag lost were taken from the copies in the NavResults')
-    if rejected:
-        report.notes.append('goals rejected in the replay: ' + '; '.join(rejected[:3]))
+    if tally.incomplete:
+        report.notes.append(f'{tally.incomplete} ticks not compared: the bag lost a state they used '
+                            f'({tally.missing_states} states named by NavResults are missing) or a NavResult')
+    if tally.from_results:
+        report.notes.append(f'{tally.from_results} states the bag lost were taken from the copies in the NavResults')
+    if tally.rejected:
+        report.notes.append('goals rejected in the replay: ' + '; '.join(tally.rejected[:3]))
+    absent = tally.absent
     if absent['tail']:
         report.notes.append(f'{absent["tail"]} MotorCommands of the last {TAIL_TICKS} ticks are not in the bag: it '
                             'ended first')
@@ -585,8 +367,6 @@ def replay_recording(rec: Recording, settings: NavigatorSettings, params: Naviga
     if unmatched:
         report.notes.append('recorded MotorCommands the replay never sent: ' +
                             ', '.join(f'{c} {n}' for c, n in sorted(unmatched.items())))
-    _completeness(rec, report, settings.rate_hz)
-    return report
 
 
 def _first_lost_tick(ticks: list[Tick]) -> int:
@@ -597,41 +377,6 @@ def _first_lost_tick(ticks: list[Tick]) -> int:
         if a is not None and b is not None and b > a + 1:
             return k
     return len(ticks)
-
-
-def _state_copy(msg, cube: str, stamp_ns: int, bag_ns: int) -> StateIn | None:
-    """The state a NavResult says its tick used, from its ``state_*`` copy; None when it has none (no state yet,
-    or recorded before the copy was added)."""
-    if stamp_ns <= 0 or not all(hasattr(msg, f) for f in STATE_FIELDS) or not math.isfinite(msg.state_x):
-        return None
-    return StateIn(stamp_ns, bag_ns, cube, float(msg.state_x), float(msg.state_y), float(msg.state_theta),
-                   bool(msg.state_on_mat), int(msg.state_link_state))
-
-
-def _goal_of(result: dict) -> tuple | None:
-    """The goal a NavResult shows (goal_id, x, y, direction, max_speed, tolerance), None if the cube had none."""
-    if not math.isfinite(result['goal_x']):
-        return None
-    return (result['goal_id'], result['goal_x'], result['goal_y'], result['direction'], result['max_speed'],
-            result['tolerance'])
-
-
-def service_goals(rec: Recording) -> list[GoalIn]:
-    """Goals the NavResults show that no recorded ``<cube>/goal`` message carried (sent through the
-    navigator/set_goal service), each timed 1 ms before the first tick that shows it (for ``--live``)."""
-    on_topics = {(g.cube, g.goal_id, g.x, g.y, g.direction, g.max_speed, g.tolerance) for g in rec.goals}
-    out, last = [], {}
-    for tick in rec.ticks:
-        for cube, r in tick.results.items():
-            g = _goal_of(r)
-            if g is None or last.get(cube) == g:
-                continue
-            last[cube] = g
-            if (cube, *g) not in on_topics:
-                goal_id, x, y, direction, max_speed, tolerance = g
-                out.append(GoalIn(tick.stamp_ns - 1_000_000, cube, goal_id, cube, x, y, direction, max_speed,
-                                  tolerance))
-    return out
 
 
 def _goal_tuple(g) -> tuple | None:

@@ -20,15 +20,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from toio_navigator.bags.replay import (
-    FLOAT_FIELDS,
-    Divergence,
-    ReplayError,
-    ReplayReport,
-    read_recording,
-    ros_time_ns,
-    service_goals,
-)
+from toio_navigator.bags.recording import ReplayError, read_recording, ros_time_ns, service_goals
+from toio_navigator.bags.replay import FLOAT_FIELDS, Divergence, ReplayReport
 from toio_navigator.msg import CubeState, NavGoal, NavResult
 
 #: live mode: the navigator sees the states at slightly different times than in the recording, so its outputs

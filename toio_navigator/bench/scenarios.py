@@ -158,6 +158,21 @@ def _parse_one(entry: Any, index: int, defaults: dict[str, float], source: str) 
     if steps > MAX_STEPS:
         raise ScenarioError(f'{where}: time_limit {time_limit:g} s at dt {consts["dt"]:g} s is {steps:.3g} steps; '
                             f'a run is at most {MAX_STEPS} steps')
+    starts, goals = _agents(entry, generator, steps, where)
+    n = len(starts)
+    if entry.get('params') is not None and not isinstance(entry['params'], dict):
+        raise ScenarioError(f'{where}: params must be a mapping, got {show(entry["params"])}')
+    if not isinstance(entry.get('groups', []), list):
+        raise ScenarioError(f'{where}: groups must be a list of labels, got {show(entry["groups"])}')
+    discs, segments = _obstacles(entry.get('obstacles'), where)
+    return Scenario(name=name, category=str(entry.get('category', 'uncategorised')), n_agents=n,
+                    time_limit=time_limit, starts=starts, goals=goals, discs=discs, segments=segments,
+                    description=str(entry.get('description', '')), **consts)
+
+
+def _agents(entry: dict, generator: str, steps: float, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The starts and goals of a scenario entry: listed, or made by its generator; at least one agent, at most
+    MAX_AGENTS, and no more agent-steps than a run keeps."""
     if generator == 'circle_swap':
         starts, goals = _circle_swap(entry.get('params'), where)
     else:
@@ -175,14 +190,7 @@ def _parse_one(entry: Any, index: int, defaults: dict[str, float], source: str) 
                             'a run keeps in memory (shorten time_limit or raise dt)')
     if 'n_agents' in entry and integer(entry['n_agents'], f'{where}: n_agents') != n:
         raise ScenarioError(f'{where}: n_agents is {entry["n_agents"]!r} but the scenario defines {n} agents')
-    if entry.get('params') is not None and not isinstance(entry['params'], dict):
-        raise ScenarioError(f'{where}: params must be a mapping, got {show(entry["params"])}')
-    if not isinstance(entry.get('groups', []), list):
-        raise ScenarioError(f'{where}: groups must be a list of labels, got {show(entry["groups"])}')
-    discs, segments = _obstacles(entry.get('obstacles'), where)
-    return Scenario(name=name, category=str(entry.get('category', 'uncategorised')), n_agents=n,
-                    time_limit=time_limit, starts=starts, goals=goals, discs=discs, segments=segments,
-                    description=str(entry.get('description', '')), **consts)
+    return starts, goals
 
 
 def _circle_swap(params: Any, where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,5 @@
-"""Goal bookkeeping without ROS: which goal each cube pursues, where it came from, how far it has left, when it
+"""Goals without ROS: what a goal the controller accepts is (:class:`Goal`, :func:`check_goal`), and the goal
+bookkeeping of the navigator node: which goal each cube pursues, where it came from, how far it has left, when it
 should arrive, and how it ended.
 
 The navigator node keeps one :class:`GoalBook` beside its :class:`~toio_navigator.control.controller.
@@ -26,10 +27,89 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from toio_navigator.control.navigator_settings import NavigatorSettings
+from toio_navigator.units import MOTOR_MAX
+
+#: a goal's direction: drive to it, away from it (HLAvoid only), or stop where the cube is
+TOWARDS, AWAY, STOP = 0, 1, 2
 REACHED, STALE, OFF_MAT, BLOCKED, PREEMPTED, CANCELLED, REJECTED = range(7)
 OUTCOME_NAMES = ('reached', 'stale', 'off the mat', 'blocked', 'pre-empted', 'cancelled', 'rejected')
 #: ids of goals that arrive without one (goal_pose, the action): from here up, apart from the callers' own ids
 FIRST_OWN_GOAL_ID = 1 << 30
+
+
+@dataclass
+class Goal:
+    """A goal as the controller pursues it."""
+    goal_id: int
+    x: float
+    y: float
+    direction: int
+    max_speed: float          # motor units; 0 = default
+    tolerance: float          # mat units; 0 = default
+    reached: bool = False
+
+
+def check_goal(cube: str, goal: Goal, msg_cube: str, settings: NavigatorSettings) -> str:
+    """'' if ``goal`` for ``cube`` is acceptable, else the reason it is rejected (``msg_cube``: the cube the
+    message names, '' = none). A tolerance (> 0) below the handle's own reached radius is refused, not clamped:
+    move-to-target stops the cube within ``handle_tolerance`` of the goal, so such a goal could never be reported
+    reached, and a silently widened one would be a surprise."""
+    if cube not in settings.cubes:
+        return f'unknown cube {cube!r} (known: {", ".join(settings.cubes)})'
+    if msg_cube not in ('', cube):
+        return f'goal.cube {msg_cube!r} does not match the topic namespace {cube!r}'
+    if goal.direction not in (TOWARDS, AWAY, STOP):
+        return f'direction {goal.direction} is not TOWARDS (0), AWAY (1) or STOP (2)'
+    if goal.direction == STOP:
+        return ''
+    return _check_position(goal, settings.mat_rect) or _check_limits(goal, settings.handle_tolerance)
+
+
+def _check_position(goal: Goal, mat_rect: tuple[float, float, float, float]) -> str:
+    x, y = goal.x, goal.y
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return f'goal position ({x}, {y}) is not finite'
+    x0, y0, x1, y1 = mat_rect
+    if not (x0 <= x <= x1 and y0 <= y <= y1):
+        return f'goal ({x:.1f}, {y:.1f}) is off the mat (x {x0:g}..{x1:g}, y {y0:g}..{y1:g})'
+    return ''
+
+
+def _check_limits(goal: Goal, handle_tolerance: float) -> str:
+    max_speed, tolerance = goal.max_speed, goal.tolerance
+    if not (math.isfinite(max_speed) and 0 <= max_speed <= MOTOR_MAX):
+        return f'max_speed {max_speed} is not within 0..{MOTOR_MAX} motor units'
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        return f'tolerance {tolerance} is not a finite number >= 0'
+    if 0 < tolerance < handle_tolerance:
+        return (f'tolerance {tolerance:g} is below the handle tolerance {handle_tolerance:g}: the cube stops '
+                f'within {handle_tolerance:g} of the goal, so it could never count as reached (use 0 for the '
+                'default or a tolerance >= handle_tolerance)')
+    return ''
+
+
+@dataclass(frozen=True)
+class GoalArrays:
+    """The goals of N cubes as arrays for one tick (a cube without one: its own position)."""
+    has_goal: np.ndarray        # (N,)
+    position: np.ndarray        # (N, 2)
+    speed_cap: np.ndarray       # (N,) motor units (the goal's, else the settings' max_speed)
+    tolerance: np.ndarray       # (N,) reached radius, mat units (the goal's, else the settings')
+    away: np.ndarray            # (N,) direction AWAY
+
+    @classmethod
+    def of(cls, goals: list[Goal | None], position: np.ndarray, settings: NavigatorSettings) -> GoalArrays:
+        """The arrays of ``goals`` (one per cube, None: no goal) for cubes at ``position`` (N, 2)."""
+        s = settings
+        return cls(has_goal=np.array([g is not None for g in goals]),
+                   position=np.array([(g.x, g.y) if g else (p[0], p[1]) for g, p in zip(goals, position)],
+                                     dtype=float),
+                   speed_cap=np.array([g.max_speed if g and g.max_speed > 0 else s.max_speed for g in goals]),
+                   tolerance=np.array([g.tolerance if g and g.tolerance > 0 else s.tolerance for g in goals]),
+                   away=np.array([bool(g and g.direction == AWAY) for g in goals]))
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,12 @@ the dead-zone shift would turn a small forward speed into the dead zone's.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from toio_navigator.control.arcs import drive_arc
+from toio_navigator.control.command_history import CommandHistory
 from toio_navigator.planners.common import pairs_within
 
 #: a cube's wheels follow a command with a first-order lag of about 40 ms, so a cube told to stop rolls on for about
@@ -42,20 +45,45 @@ SAMPLES = 12
 AHEAD_S = 1.0
 
 
-def in_flight(sent_at: np.ndarray, wheels: np.ndarray, duration: np.ndarray, reading: np.ndarray, now: float,
-              latency: float, replaced: np.ndarray, write_gap: float = 0.0) -> tuple[np.ndarray, np.ndarray,
-                                                                                     np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class CommandsInFlight:
+    """The commands in flight towards N cubes as segments of their way, in seconds from each cube's reading: the
+    wheels (N, M, 2) of each drive from ``start`` to ``end`` (N, M; end <= the next start, none before the
+    reading), this tick's new command from ``new_at`` (N,)."""
+    wheels: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    new_at: np.ndarray
+
+    def only(self, rows: np.ndarray) -> CommandsInFlight:
+        """The same with nothing in flight (all zeros) for the cubes not in ``rows`` (N,) bool."""
+        return CommandsInFlight(np.where(rows[:, None, None], self.wheels, 0.0),
+                                np.where(rows[:, None], self.start, 0.0), np.where(rows[:, None], self.end, 0.0),
+                                np.where(rows, self.new_at, 0.0))
+
+
+@dataclass(frozen=True)
+class GuardModel:
+    """The guard's motion model: how long this tick's command may run (s), the clearance kept beyond touching (mat
+    units), the wheels (``k`` mat units/s per motor unit, ``track`` mat units) and the motor dead zone."""
+    run: float
+    gap: float
+    k: float
+    track: float
+    dead_zone: float
+
+
+def in_flight(history: CommandHistory, reading: np.ndarray, now: float, latency: float, replaced: np.ndarray,
+              write_gap: float = 0.0) -> CommandsInFlight:
     """The commands in flight towards N cubes as segments of their way, in seconds from each cube's reading.
 
-    ``sent_at`` (N, M) send times, oldest first (-inf for an empty slot), ``wheels`` (N, M, 2) and ``duration``
-    (N, M, s) of the last M commands sent to each cube; ``reading`` (N,) the time of its reading; ``replaced``
+    ``history`` holds the last M commands sent to each cube; ``reading`` (N,) the time of its reading; ``replaced``
     (N,) the cubes that get a new command this tick. The driver writes at most one command per ``write_gap``: a
     command waits for its slot, and one still waiting when the next comes is replaced by it (never written). A
     written command drives from its write time + ``latency`` until the next one takes effect (this tick's for a
     replaced cube) or its duration from its send time ends (the driver cuts what it waited).
-    Returns (wheels (N, M, 2), start (N, M), end (N, M), new_at (N,)): a segment drives from start to end (end <=
-    the next start; none before the reading: all clipped to >= 0), the new command from new_at."""
-    sent_at = np.asarray(sent_at, dtype=float)
+    All times are clipped to >= 0 (nothing drives before the reading)."""
+    sent_at = np.asarray(history.sent_at, dtype=float)
     n, m = sent_at.shape
     reading = np.asarray(reading, dtype=float)[:, None]                  # finite: an unseen cube's is now
     slot = sent_at.copy()                                                # when each command's write is due
@@ -69,20 +97,22 @@ def in_flight(sent_at: np.ndarray, wheels: np.ndarray, duration: np.ndarray, rea
     written[:, -1] = ~(replaced & (now < last))
     nxt = np.concatenate([slot[:, 1:], np.where(replaced, new_slot, np.inf)[:, None]], axis=1) + latency
     start = np.clip(slot + latency - reading, 0.0, AHEAD_S)             # an empty slot: -inf, so [0, 0]
-    end = np.minimum(sent_at + latency + np.asarray(duration, dtype=float), nxt) - reading
+    end = np.minimum(sent_at + latency + np.asarray(history.duration, dtype=float), nxt) - reading
     end = np.where(written, np.clip(end, start, AHEAD_S), start)
-    return np.asarray(wheels, dtype=float), start, end, np.clip(new_slot + latency - reading[:, 0], 0.0, AHEAD_S)
+    return CommandsInFlight(np.asarray(history.wheels, dtype=float), start, end,
+                            np.clip(new_slot + latency - reading[:, 0], 0.0, AHEAD_S))
 
 
-def ways(pose: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray, new_at: np.ndarray,
-         new: np.ndarray, run: np.ndarray, times: np.ndarray, k: float, track: float) -> np.ndarray:
-    """(N, T, 2) positions at ``times`` (s from the readings): the wheels ``old`` (N, M, 2) of the commands in
-    flight from ``start`` to ``end`` (N, M; in order, not overlapping), standing between them, then the ``new``
-    wheels (N, 2) from ``new_at`` (N,) for ``run`` (N,) seconds, then standing."""
+def ways(pose: np.ndarray, flight: CommandsInFlight, new: np.ndarray, run: np.ndarray, times: np.ndarray, k: float,
+         track: float) -> np.ndarray:
+    """(N, T, 2) positions at ``times`` (s from the readings): the commands in ``flight`` (in order, not
+    overlapping), standing between them, then the ``new`` wheels (N, 2) from ``flight.new_at`` for ``run`` (N,)
+    seconds, then standing."""
     x, y, th = (pose[:, i][:, None] for i in range(3))                   # (N, 1): where the next segment starts
     out = np.broadcast_to(pose[:, None, :2], (len(pose), len(times), 2)).copy()
-    segments = [(old[:, j], start[:, j], end[:, j]) for j in range(old.shape[1])]
-    segments.append((new, new_at, new_at + run))
+    old = flight.wheels
+    segments = [(old[:, j], flight.start[:, j], flight.end[:, j]) for j in range(old.shape[1])]
+    segments.append((new, flight.new_at, flight.new_at + run))
     for wheels, t0, t1 in segments:      # a few segments: each runs for all cubes and instants at once
         length = np.maximum(t1 - t0, 0.0)[:, None]
         t = np.clip(times[None, :] - t0[:, None], 0.0, length)
@@ -92,16 +122,15 @@ def ways(pose: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray, 
     return out
 
 
-def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, start: np.ndarray, end: np.ndarray,
-               new_at: np.ndarray, new: np.ndarray, movers: np.ndarray, radius: np.ndarray, run: float, gap: float,
-               k: float, track: float, dead_zone: float) -> np.ndarray:
+def guard_caps(pose: np.ndarray, cap: np.ndarray, flight: CommandsInFlight, new: np.ndarray, movers: np.ndarray,
+               radius: np.ndarray, model: GuardModel) -> np.ndarray:
     """Speed caps (N,) in motor units: ``cap`` lowered where a mover would close in on another cube.
 
-    ``pose`` (N, 3) x, y, heading of every known cube at its reading (far away for unseen ones); ``old`` (N, M, 2)
-    the wheels of the commands in flight, driving from ``start`` to ``end`` (N, M) s from the reading, and
-    ``new_at`` (N,) when this tick's command takes effect (:func:`in_flight`); ``new`` (N, 2) this tick's wheels
-    for the ``movers`` (N,); ``radius`` (N,) collision discs; ``run`` the new command's duration (s); ``gap``
-    clearance kept beyond touching (units); ``k`` units/s per motor unit; ``track`` the wheel track (units)."""
+    ``pose`` (N, 3) x, y, heading of every known cube at its reading (far away for unseen ones); ``flight`` the
+    commands in flight and when this tick's takes effect (:func:`in_flight`); ``new`` (N, 2) this tick's wheels
+    for the ``movers`` (N,); ``radius`` (N,) collision discs."""
+    run, gap, k, track = model.run, model.gap, model.k, model.track
+    old, start, end, new_at = flight.wheels, flight.start, flight.end, flight.new_at
     cap = np.asarray(cap, dtype=float).copy()
     rows = np.nonzero(movers)[0]
     if rows.size == 0 or len(pose) < 2:
@@ -115,8 +144,8 @@ def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, start: np.nda
                               + float(reach.max()) + 1.0, query=rows)
     if a.size == 0:
         return cap
-    planned = ways(pose, old, start, end, new_at, new, span, times, k, track)                    # (N, T, 2)
-    standing = ways(pose, old, start, end, new_at, np.zeros_like(new), span, times, k, track)    # no new command
+    planned = ways(pose, flight, new, span, times, k, track)                                     # (N, T, 2)
+    standing = ways(pose, flight, np.zeros_like(new), span, times, k, track)                     # no new command
     need = radius[a] + radius[b] + gap
     # b's commands in flight may never arrive (a lost write): it may also stand where it was read
     held = np.broadcast_to(pose[b, None, :2], planned[b].shape)
@@ -133,5 +162,5 @@ def guard_caps(pose: np.ndarray, cap: np.ndarray, old: np.ndarray, start: np.nda
     allowed = np.maximum(left_over - need, 0.0) * share / ((run + WHEEL_COAST_S) * k)
     limit = np.full(len(pose), np.inf)
     np.minimum.at(limit, a[closing], allowed[closing])
-    limit = np.where(limit < dead_zone, 0.0, limit)
+    limit = np.where(limit < model.dead_zone, 0.0, limit)
     return np.minimum(cap, limit)

@@ -1,14 +1,17 @@
-"""The bleak transport: scan for cubes and talk to one over Bluetooth LE.
+"""The bleak transport: scan for cubes (:mod:`toio_navigator.cube.ble_scan`) and talk to one over Bluetooth LE.
 
 bleak is imported lazily, and the client and scanner are injected through factories, so the logic here
 (routing, reconnect with backoff, re-sent settings, early-exit scanning) runs in tests without an adapter; the
 real bleak calls run in tests against the virtual BlueZ (``toio_navigator.sim.bluez``).
 
-Four things BlueZ asks of its clients that bleak leaves to us:
+Five things BlueZ asks of its clients that bleak leaves to us:
 
-* one discovery per D-Bus client: bleak shares one D-Bus connection per asyncio loop, so two scans at once in
-  one process make BlueZ answer the second with "InProgress". :func:`scan` therefore runs one scan at a time
-  per loop (several drivers in one process take turns).
+* one discovery per D-Bus client and adapter: bleak shares one D-Bus connection per asyncio loop, so two scans
+  at once in one process make BlueZ answer the second with "InProgress". :func:`scan` therefore runs one scan at
+  a time per loop and adapter (several drivers in one process take turns).
+* one LE connection attempt per adapter, from any program, and a limited number of links per adapter: with
+  ``adapters`` (:class:`~toio_navigator.cube.ble_adapters.AdapterChoice`) every attempt picks an adapter with a
+  free slot and holds that adapter's attempt lock, shared by every driver of the machine.
 * BlueZ forgets a device some time after it disconnects (and a restarted BlueZ knows none): a device object
   from an old scan then no longer exists, and connecting to it fails for ever. After a failed attempt (or
   after BlueZ restarted) the next attempt therefore scans for the cube's address and connects to what it found.
@@ -24,19 +27,23 @@ Four things BlueZ asks of its clients that bleak leaves to us:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
-from toio_navigator.cube.protocol import SERVICE_UUID, Characteristic
+from toio_navigator.cube.ble_adapters import AdapterChoice, attempt_lock, is_full_error, learn_limit
+from toio_navigator.cube.ble_scan import (  # noqa: F401 (the transport's public face: scan and what it finds)
+    FoundCube,
+    ScannerFactory,
+    bleak_scanner_factory,
+    scan,
+)
+from toio_navigator.cube.protocol import Characteristic
 from toio_navigator.cube.transport import BackoffPolicy, Transport, TransportError
 
 _log = logging.getLogger(__name__)
-
-#: a cube advertising this name is in a bad state and must be power-cycled (toio support article 15855)
-BAD_STATE_NAME = '31j'
 
 
 class BleClient(Protocol):
@@ -75,14 +82,18 @@ class BleTransport(Transport):
 
     def __init__(self, target: Any, *, client_factory: ClientFactory | None = None, adapter: str | None = None,
                  backoff: BackoffPolicy | None = None, auto_reconnect: bool = True, io_timeout_s: float = 5.0,
-                 scanner_factory: 'ScannerFactory | None' = None, watch_bluez: bool | None = None) -> None:
+                 scanner_factory: ScannerFactory | None = None, watch_bluez: bool | None = None,
+                 adapters: AdapterChoice | None = None) -> None:
         super().__init__(backoff=backoff, auto_reconnect=auto_reconnect, io_timeout_s=io_timeout_s)
         self.target = target
         self._device = None if isinstance(target, str) else target     # the BLEDevice to connect to, if known
-        default_bleak = client_factory is None
+        self._default_bleak = client_factory is None
+        self.adapter = adapter or ''           # the adapter of the present (or next) link; '' = BlueZ's default
+        self._adapters = adapters if self._default_bleak else None
         self._factory = client_factory or bleak_client_factory(adapter, self.backoff.connect_timeout_s)
-        self._scanner_factory = scanner_factory or (bleak_scanner_factory(adapter) if default_bleak else None)
-        self._watch_bluez = default_bleak and sys.platform.startswith('linux') if watch_bluez is None else watch_bluez
+        self._scanner_factory = scanner_factory or (bleak_scanner_factory(adapter) if self._default_bleak else None)
+        self._watch_bluez = self._default_bleak and sys.platform.startswith('linux') if watch_bluez is None \
+            else watch_bluez
         self._watch: BluezWatch | None = None
         self._client: BleClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -91,9 +102,38 @@ class BleTransport(Transport):
     def address(self) -> str:
         return str(getattr(self.target, 'address', self.target))
 
+    def _use_adapter(self, adapter: str) -> None:
+        """The next attempt goes through ``adapter``: its own device object (found by a scan on it), its clients."""
+        if adapter == self.adapter:
+            return
+        self.adapter = adapter
+        self._device = None
+        self._factory = bleak_client_factory(adapter, self.backoff.connect_timeout_s)
+        self._scanner_factory = bleak_scanner_factory(adapter)
+
+    def _attempt(self):
+        return self._adapter_attempt() if self._adapters is not None else super()._attempt()
+
+    @contextlib.asynccontextmanager
+    async def _adapter_attempt(self):
+        """Pick an adapter with a free slot, find the cube on it, then hold the adapter's attempt lock for the
+        attempt (module docstring of ble_adapters); a refusal for want of slots teaches the adapter's limit."""
+        choice = self._adapters
+        self._use_adapter((await choice.choose(prefer=self.adapter if self._device is not None else '')).name)
+        await self._connect_target()       # scanning needs no lock: only the connection attempt does
+        async with attempt_lock(self.adapter, choice.holder, choice.lock_timeout_s):
+            links = (await choice.still_free(self.adapter)).links
+            try:
+                yield
+            except Exception as exc:
+                if is_full_error(str(exc)):
+                    learn_limit(self.adapter, links)
+                raise
+
     def _on_disconnected(self, client: Any) -> None:
-        # bleak also calls this after our own disconnect(); only an unexpected drop of the current client counts
-        if client is not self._client:
+        # bleak also calls this after our own disconnect(), and while it retries an aborted attempt itself; only an
+        # unexpected drop of the current client's link counts
+        if client is not self._client or not self.is_connected:
             return
         self._client = None
         try:
@@ -129,7 +169,7 @@ class BleTransport(Transport):
             return self._device if self._device is not None else self.target
         timeout = self.backoff.connect_timeout_s / 2      # the other half is for the connection itself
         found = await scan(addresses=[self.address], count=1, timeout_s=timeout,
-                           scanner_factory=self._scanner_factory)
+                           scanner_factory=self._scanner_factory, adapter=self.adapter or None)
         if not found:
             raise TransportError(f'cube {self.address} is not advertising (not seen within {timeout:g} s)')
         self._device = found[0].device
@@ -270,186 +310,3 @@ class BluezWatch:
             self._set_present(False)        # no bus, no BlueZ (bleak sees the dead bus too)
             self._ready.set()
             await asyncio.sleep(self.RETRY_S)
-
-
-# ------------------------------------------------------------------------------------------------------- scanning
-
-@dataclass(frozen=True)
-class FoundCube:
-    address: str
-    name: str
-    rssi: int | None
-    device: Any          # the bleak BLEDevice, to connect without scanning again
-
-
-def name_matches(advertised: str, cube_id: str) -> bool:
-    """A configured cube id ('a1B') matches 'toio-a1B', 'toio Core Cube-a1B' and 'toio-a1B (toio Core Cube)'."""
-    return bool(cube_id) and cube_id in advertised
-
-
-class Scanner(Protocol):
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-
-
-# (detection_callback(device, advertisement_data), service_uuids) -> scanner
-ScannerFactory = Callable[[Callable[[Any, Any], None], list[str]], Scanner]
-
-
-def bleak_scanner_factory(adapter: str | None = None) -> ScannerFactory:
-    def make(callback: Callable[[Any, Any], None], service_uuids: list[str]) -> Scanner:
-        from bleak import BleakScanner  # noqa: PLC0415 lazy: the simulator and its tests run without bleak
-        kwargs: dict[str, Any] = {'bluez': {'adapter': adapter}} if adapter else {}
-        return BleakScanner(detection_callback=callback, service_uuids=service_uuids, **kwargs)
-    return make
-
-
-async def scan(*, names: Iterable[str] = (), addresses: Iterable[str] = (), count: int | None = None,
-               timeout_s: float = 5.0, scanner_factory: ScannerFactory | None = None,
-               adapter: str | None = None, accept: Callable[[FoundCube], bool] | None = None,
-               heard: dict[str, tuple[str, bool]] | None = None) -> list[FoundCube]:
-    """Find cubes advertising the toio service.
-
-    Stops as soon as every wanted name id / address was seen, or ``count`` cubes were found; otherwise after
-    ``timeout_s``. With no names, addresses or count, collects every cube seen within the timeout. A cube that
-    BlueZ reports connected (to anyone) is not a candidate: a connected cube does not advertise, BlueZ only
-    announces its device again. ``accept(cube)`` may turn down a wanted cube (e.g. one another driver holds); it
-    is asked once per cube, in the order they are seen, until the scan is complete. ``heard``, if given, gets
-    every toio cube BlueZ announced during the scan, wanted or not: address -> (its name, whether BlueZ reports it
-    connected), what a driver that found nothing can tell its user.
-    Raises TransportError if the scanner cannot start (no adapter, Bluetooth off).
-    """
-    if timeout_s <= 0:
-        raise ValueError(f'timeout_s must be > 0, got {timeout_s}')
-    wanted_names = [n for n in names if n]
-    wanted_addresses = {a.upper() for a in addresses if a}
-    found: dict[str, FoundCube] = {}
-    done = asyncio.Event()
-
-    def wanted(address: str, name: str) -> bool:
-        if not wanted_names and not wanted_addresses:
-            return True
-        return address.upper() in wanted_addresses or any(name_matches(name, n) for n in wanted_names)
-
-    def complete() -> bool:
-        if count is not None and len(found) >= count:
-            return True
-        if not wanted_names and not wanted_addresses:
-            return False
-        seen_names = all(any(name_matches(c.name, n) for c in found.values()) for n in wanted_names)
-        seen_addresses = wanted_addresses <= {a.upper() for a in found}
-        return seen_names and seen_addresses
-
-    turned_down: set[str] = set()
-
-    def open_for(address: str, name: str) -> bool:
-        """A cube this scan would still take: wanted, not found yet, not turned down."""
-        return wanted(address, name) and address not in found and address not in turned_down
-
-    def on_detect(device: Any, advertisement: Any) -> None:
-        uuids = [u.lower() for u in (getattr(advertisement, 'service_uuids', None) or [])]
-        if done.is_set() or SERVICE_UUID not in uuids:
-            return
-        name = getattr(advertisement, 'local_name', None) or getattr(device, 'name', None) or ''
-        address = str(getattr(device, 'address', ''))
-        connected = bluez_connected(advertisement)
-        if heard is not None:
-            heard[address] = (name, connected)
-        if connected:
-            return
-        if BAD_STATE_NAME in name:
-            _log.warning('cube %s advertises %r: it is in a bad state, power-cycle it', address, name)
-            return
-        if open_for(address, name):
-            cube = FoundCube(address, name, getattr(advertisement, 'rssi', None), device)
-            if accept is not None and not accept(cube):
-                turned_down.add(address)
-                return
-            found[address] = cube
-            if complete():
-                done.set()
-
-    async with _scan_lock():
-        scanner = (scanner_factory or bleak_scanner_factory(adapter))(on_detect, [SERVICE_UUID])
-        try:
-            await asyncio.wait_for(scanner.start(), timeout_s)
-        except Exception as exc:
-            raise TransportError(f'cannot start a BLE scan: {exc}') from exc
-        try:
-            await asyncio.wait_for(done.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            pass
-        finally:
-            try:
-                await asyncio.wait_for(scanner.stop(), timeout_s)
-            except Exception as exc:
-                _log.debug('stopping the scan failed: %s', exc)
-    looked_for = bool(wanted_names or wanted_addresses) or count is not None
-    if looked_for and not done.is_set() and scanner_factory is None and sys.platform.startswith('linux'):
-        # bleak's own scanner missed a wanted cube: it may be one bleak lost (module docstring); a scan that only
-        # lists what advertises wanted nothing in particular and leaves BlueZ alone
-        await forget_unheard(open_for, adapter, timeout_s)
-    return list(found.values())
-
-
-async def forget_unheard(wanted: Callable[[str, str], bool], adapter: str | None, timeout_s: float) -> list[str]:
-    """Remove from BlueZ the toio cubes it knows, not connected and not paired, that ``wanted(address, name)``,
-    so that their next advert adds them again (module docstring). Returns the addresses removed; nothing when the
-    system bus or BlueZ cannot be reached."""
-    # dbus-fast is imported here, not at the top: the simulator and the tests of this module run without it
-    from dbus_fast import BusType, Message, MessageType  # noqa: PLC0415 (see above)
-    from dbus_fast.aio import MessageBus  # noqa: PLC0415 (see above)
-    removed: list[str] = []
-    try:
-        bus = await asyncio.wait_for(MessageBus(bus_type=BusType.SYSTEM).connect(), timeout_s)
-    except Exception as exc:
-        _log.debug('not looking for lost cubes: no system bus (%s)', exc)
-        return removed
-    try:
-        reply = await asyncio.wait_for(bus.call(Message(
-            destination='org.bluez', path='/', interface='org.freedesktop.DBus.ObjectManager',
-            member='GetManagedObjects')), timeout_s)
-        if reply.message_type is not MessageType.METHOD_RETURN:
-            return removed
-        for path, interfaces in reply.body[0].items():
-            device = {k: v.value for k, v in interfaces.get('org.bluez.Device1', {}).items()}
-            uuids = [u.lower() for u in device.get('UUIDs', [])]
-            address, name = str(device.get('Address', '')), str(device.get('Name', device.get('Alias', '')))
-            owner = str(device.get('Adapter', ''))
-            if not device or SERVICE_UUID not in uuids or device.get('Connected') or device.get('Paired') \
-                    or (adapter and not owner.endswith('/' + adapter)) or not wanted(address, name):
-                continue
-            answer = await asyncio.wait_for(bus.call(Message(
-                destination='org.bluez', path=owner, interface='org.bluez.Adapter1', member='RemoveDevice',
-                signature='o', body=[path])), timeout_s)
-            if answer.message_type is MessageType.METHOD_RETURN:
-                _log.info('cube %s (%s) was known to BlueZ but not heard: removed it, its next advert counts',
-                          name, address)
-                removed.append(address)
-    except Exception as exc:
-        _log.debug('looking for lost cubes failed: %s', exc)
-    finally:
-        bus.disconnect()
-    return removed
-
-
-def bluez_connected(advertisement: Any) -> bool:
-    """True if BlueZ reports the advertised device connected (bleak's BlueZ backend hands over the device's D-Bus
-    properties as ``platform_data`` = (object path, properties); other backends: False)."""
-    platform = getattr(advertisement, 'platform_data', None)
-    if isinstance(platform, tuple) and len(platform) == 2 and isinstance(platform[1], dict):
-        return bool(platform[1].get('Connected', False))
-    return False
-
-
-_scan_locks: 'weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]' = weakref.WeakKeyDictionary()
-
-
-def _scan_lock() -> asyncio.Lock:
-    """One scan at a time per loop: BlueZ gives each D-Bus client (bleak: one per loop) one discovery."""
-    loop = asyncio.get_running_loop()
-    lock = _scan_locks.get(loop)
-    if lock is None:
-        lock = _scan_locks[loop] = asyncio.Lock()
-    return lock
-

@@ -20,8 +20,7 @@ from typing import Awaitable, Callable, Protocol
 
 from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
-from toio_navigator.cube.transport import LinkState, Transport, TransportError
-from toio_navigator.settings.driver import DriverConfig
+from toio_navigator.cube.transport import BackoffPolicy, LinkState, RadioUnavailable, Transport, TransportError
 
 #: the characteristics whose notifications the driver subscribes to
 NOTIFYING = (p.Characteristic.ID_INFORMATION, p.Characteristic.MOTOR_CONTROL, p.Characteristic.SENSOR_INFORMATION,
@@ -31,6 +30,17 @@ READ_AFTER_CONNECT = (p.Characteristic.BATTERY_INFORMATION, p.Characteristic.BUT
                       p.Characteristic.SENSOR_INFORMATION)
 VERSION_ATTEMPTS = 3
 
+
+class LinkSettings(Protocol):
+    """What a :class:`CubeConnection` needs of its driver's settings (the driver's DriverConfig has it)."""
+    cube: str
+    transport: str
+    backoff: BackoffPolicy
+    version_timeout_s: float
+
+    def configuration_writes(self, version: firmware.Version,
+                             supports: Callable[[firmware.Feature], bool]) -> list[bytes]:
+        """The configuration writes for a cube of ``version``."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class CubeConnection:
     """One cube's link for its driver. ``transport``: a ready transport (tests, the simulated link); otherwise
     ``make_transport`` is awaited for one, with the reconnect backoff between failed tries."""
 
-    def __init__(self, config: DriverConfig, events: ConnectionEvents, loop: asyncio.AbstractEventLoop,
+    def __init__(self, config: LinkSettings, events: ConnectionEvents, loop: asyncio.AbstractEventLoop,
                  transport: Transport | None = None, make_transport: TransportMaker | None = None) -> None:
         if transport is None and make_transport is None:
             raise ValueError('a CubeConnection needs a transport or a way to make one')
@@ -81,6 +91,7 @@ class CubeConnection:
         self._assumed = False                  # the version was assumed after the cube did not answer in time
         self.unsupported: dict[str, str] = {}  # feature -> why it is off (reported once)
         self.rssi: int | None = None           # of the advertisement the cube was found by (a BLE scan)
+        self.interval_ms: float | None = None  # the link's connection interval, as the cube reports it (>= 2.4.0)
         self._version_event: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
@@ -110,9 +121,22 @@ class CubeConnection:
         return False
 
     def diagnostics(self) -> dict[str, str]:
-        return {'link_state': self.reported.value, 'link_detail': self.detail, 'transport': self.config.transport,
-                'rssi_dbm': '' if self.rssi is None else str(self.rssi), 'firmware_version': self.firmware,
-                'reconnects': str(self.reconnects)}
+        """The link's side of the driver's diagnostics, with its quality: aborts (the link dropped by itself),
+        write latencies since the last call, the adapter and the connection interval (BLE)."""
+        t = self.transport
+        out = {'link_state': self.reported.value, 'link_detail': self.detail, 'transport': self.config.transport,
+               'rssi_dbm': '' if self.rssi is None else str(self.rssi), 'firmware_version': self.firmware,
+               'reconnects': str(self.reconnects), 'link_aborts': str(getattr(t, 'links_lost', 0))}
+        if t is not None:
+            out.update(t.write_times.report())
+        if self.config.transport == 'ble':
+            out['ble_adapter'] = getattr(t, 'adapter', '') or ''
+            out['connection_interval_ms'] = '' if self.interval_ms is None else f'{self.interval_ms:g}'
+        return out
+
+    def interval_reported(self, interval_1250us: int) -> None:
+        """The cube's answer to 0x32 (or, from v2.5.0, its own report of a changed interval)."""
+        self.interval_ms = interval_1250us * 1.25
 
     # ------------------------------------------------------------------------------------------------ life
     def start(self) -> None:
@@ -176,8 +200,7 @@ class CubeConnection:
                 self.retrying = False
                 return
             except TransportError as exc:
-                self.detail = f'connect failed: {exc}'
-                self.events.log(logging.WARNING, f'{self.cube}: {self.detail}')
+                self._connect_failed(exc)
                 delay = next(delays, None)
                 if delay is None:
                     self.retrying = False
@@ -186,6 +209,15 @@ class CubeConnection:
                 self.retrying = True
                 self.events.link_changed(state_too=False)
                 await asyncio.sleep(delay)
+
+    def _connect_failed(self, exc: TransportError) -> None:
+        """Say why the connection failed: once while the same reason repeats (a full adapter, no BlueZ), so the
+        log shows one clear line instead of the same line at every retry."""
+        detail = f'connect failed: {exc}'
+        if detail != self.detail:
+            self.events.log(logging.ERROR if isinstance(exc, RadioUnavailable) else logging.WARNING,
+                            f'{self.cube}: {detail}')
+        self.detail = detail
 
     def on_transport_state(self, state: LinkState) -> None:
         """Transport callback (loop thread)."""
@@ -212,6 +244,9 @@ class CubeConnection:
             version = await self._query_version()
             for data in self.config.configuration_writes(p.parse_version(version), self.supports):
                 await t.write(p.Characteristic.CONFIGURATION, data)
+            if self.config.transport == 'ble' and firmware.CONNECTION_INTERVAL.available(p.parse_version(version)):
+                # the interval the central gave this link, for the diagnostics (a simulated link has none)
+                await t.write(p.Characteristic.CONFIGURATION, p.ConfigWrite.request_connection_interval(True).encode())
             for char in READ_AFTER_CONNECT:
                 try:
                     self.events.notification(char, await t.read(char))

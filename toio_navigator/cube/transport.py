@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import enum
 import logging
+import random
+import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import AsyncContextManager, Callable, Iterator
 
 from toio_navigator.cube.protocol import (
     PROPERTIES,
@@ -40,6 +43,11 @@ NotifyCallback = Callable[[Characteristic, bytes], None]
 
 class TransportError(ConnectionError):
     """The link cannot do what was asked (not connected, timed out, unsupported write, backend failure)."""
+
+
+class RadioUnavailable(TransportError):
+    """No radio to make a link with (no system bus, no BlueZ on it, no adapter): the message says which, and what
+    to do; nothing a retry soon would change."""
 
 
 class LinkState(enum.Enum):
@@ -61,19 +69,47 @@ class BackoffPolicy:
     max_delay_s: float = 8.0
     max_attempts: int | None = None   # None: keep trying until disconnect() is called
     connect_timeout_s: float = 10.0
+    jitter: float = 0.0               # each delay is drawn within +- this share of it
 
     def __post_init__(self) -> None:
         if self.initial_s < 0 or self.factor < 1 or self.max_delay_s < self.initial_s or self.connect_timeout_s <= 0:
             raise ValueError(f'invalid backoff policy {self!r}: need 0 <= initial <= max, factor >= 1, timeout > 0')
         if self.max_attempts is not None and self.max_attempts < 1:
             raise ValueError(f'max_attempts must be >= 1 or None, got {self.max_attempts}')
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f'jitter must be within [0, 1), got {self.jitter}')
 
     def delays(self) -> Iterator[float]:
+        """The delays before each retry. With jitter, drawn independently per process (drivers that failed
+        together, e.g. on one busy adapter, do not retry together)."""
         delay, attempt = self.initial_s, 0
         while self.max_attempts is None or attempt < self.max_attempts:
-            yield delay
+            yield delay * random.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else delay
             attempt += 1
             delay = min(delay * self.factor, self.max_delay_s)
+
+
+class WriteTimes:
+    """How long writes took until the link accepted them (a write with response: until the cube answered), per
+    kind, since the last :meth:`report`."""
+
+    def __init__(self) -> None:
+        self._spans: dict[bool, list[float]] = {True: [], False: []}
+
+    def add(self, seconds: float, response: bool) -> None:
+        spans = self._spans[response]
+        if len(spans) < 10000:
+            spans.append(seconds)
+
+    def report(self) -> dict[str, str]:
+        """'write_latency_ms' (with response: the cube's answer is back), 'command_latency_ms' (without: handed to
+        the radio), each 'mean/max' over the writes since the last report ('' if there were none)."""
+        out = {}
+        for response, key in ((True, 'write_latency_ms'), (False, 'command_latency_ms')):
+            spans = self._spans[response]
+            out[key] = f'{1000 * sum(spans) / len(spans):.1f}/{1000 * max(spans):.1f}' if spans else ''
+            self._spans[response] = []
+        return out
 
 
 def resolve_write(char: CharLike, response: bool | None) -> tuple[Characteristic, bool]:
@@ -110,6 +146,8 @@ class Transport(abc.ABC):
         self._reconnect_task: asyncio.Task | None = None
         self._user_closed = True
         self.reconnect_count = 0
+        self.links_lost = 0                    # the link dropped by itself (not through disconnect())
+        self.write_times = WriteTimes()
 
     # ---------------------------------------------------------------- backend primitives
     @abc.abstractmethod
@@ -194,7 +232,9 @@ class Transport(abc.ABC):
             self._settings.pop((resolved, data[0]), None)   # keep order of last write
             self._settings[(resolved, data[0])] = data
         self._require_connected()
+        started = time.monotonic()
         await self._guard(self._write(resolved, data, response), f'write to {resolved.name}')
+        self.write_times.add(time.monotonic() - started, response)
 
     async def read(self, char: CharLike) -> bytes:
         resolved = self._resolve(char, Property.READ, 'read')
@@ -271,15 +311,21 @@ class Transport(abc.ABC):
                     _log.exception('notification callback for %s failed', char.name)
         return deliver
 
+    def _attempt(self) -> AsyncContextManager:
+        """What a connection attempt holds while it runs, taken before the attempt's timeout starts (a BLE
+        adapter's one attempt at a time: :mod:`toio_navigator.cube.ble_adapters`); nothing by default."""
+        return contextlib.nullcontext()
+
     async def _establish(self, timeout: float) -> None:
-        try:
-            await asyncio.wait_for(self._open(), timeout)
-        except asyncio.TimeoutError:
-            raise TransportError(f'connect timed out after {timeout} s') from None
-        except TransportError:
-            raise
-        except Exception as exc:
-            raise TransportError(f'connect failed: {exc}') from exc
+        async with self._attempt():
+            try:
+                await asyncio.wait_for(self._open(), timeout)
+            except asyncio.TimeoutError:
+                raise TransportError(f'connect timed out after {timeout} s') from None
+            except TransportError:
+                raise
+            except Exception as exc:
+                raise TransportError(f'connect failed: {exc}') from exc
         self._set_state(LinkState.CONNECTED)
         try:
             for char in list(self._subscriptions):
@@ -303,6 +349,7 @@ class Transport(abc.ABC):
         """Backends call this when the link drops by itself (not through disconnect())."""
         if self._user_closed or self._state in (LinkState.RECONNECTING, LinkState.DISCONNECTED):
             return
+        self.links_lost += 1
         if not self.auto_reconnect:
             self._set_state(LinkState.DISCONNECTED)
             return

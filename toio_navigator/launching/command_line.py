@@ -62,6 +62,6 @@ def prepare(args: argparse.Namespace) -> Prepared:
         taken |= keys
         for warning in warnings:
             print(f'bringup: {warning}', file=sys.stderr)
-    nodes = plan(args.profile, cubes, parse_roles(args.only, args.profile))
+    nodes = plan(args.profile, cubes, parse_roles(args.only, args.profile), getattr(args, 'web', False))
     routed = route_overrides(overrides, [Instance(spec.executable, ns) for spec, ns in nodes])
     return Prepared(files, cubes, nodes, extra, routed, taken)

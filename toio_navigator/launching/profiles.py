@@ -3,8 +3,9 @@ network's hosts, and the start order. Plain Python, no ROS.
 
 :data:`NODES` is the one list of what a bringup runs (``toio-nav bringup``, the launch files in launch/ and the
 demos read it, so they cannot drift): the simulator (sim only), one cube_driver per cube in namespace
-``/<cube>``, the navigator and, in the arena profile, the arena_explorer. The cube list is the ``cubes``
-parameter of the ``/**`` section of the YAML, the same value the navigator and mat_sim read.
+``/<cube>``, the navigator and, in the arena profile, the arena_explorer; the web console only when asked for
+(``--web``, ``web:=true``, or its role ``web`` in ``--only``). The cube list is the ``cubes`` parameter of the
+``/**`` section of the YAML, the same value the navigator and mat_sim read.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class NodeSpec:
     per_cube: bool         # one instance per cube, in namespace /<cube>
     profiles: tuple[str, ...]
     role: str              # what `--only` / `only:=` selects it by (one host's share of a lab network)
+    optional: bool = False  # started only when asked for (web=True, or its role in `only`)
 
 
 NODES: tuple[NodeSpec, ...] = (
@@ -36,6 +38,8 @@ NODES: tuple[NodeSpec, ...] = (
              'navigator'),
     NodeSpec('arena_explorer', 'toio_navigator.nodes.arena_explorer', 'ArenaExplorerNode', False, ('arena',),
              'explorer'),
+    NodeSpec('web_console', 'toio_navigator.nodes.web_console', 'WebConsoleNode', False, ('sim', 'real', 'arena'),
+             'web', optional=True),
 )
 ROLES = tuple(spec.role for spec in NODES)
 
@@ -97,22 +101,26 @@ def read_cubes(param_files: list[Path]) -> list[str]:
     return cubes
 
 
-def parse_roles(text: str, profile: str) -> tuple[str, ...]:
-    """The roles of ``--only`` / ``only:=`` ('sim,drivers'); () for '' (every node of the profile)."""
+def parse_roles(text: str, profile: str, option: str = '--only') -> tuple[str, ...]:
+    """The roles of ``--only`` / ``only:=`` ('sim,drivers'); () for '' (every node of the profile). ``option``
+    names the option in the error (``only:=`` for a launch file)."""
     roles = tuple(r.strip() for r in text.split(',') if r.strip())
     unknown = [r for r in roles if r not in ROLES]
+    where = f'{option}{text}' if option.endswith('=') else option
     if unknown:
-        raise BringupError(f'--only: unknown role {", ".join(unknown)} (roles: {", ".join(ROLES)})')
+        raise BringupError(f'{where}: unknown role {", ".join(unknown)} (roles: {", ".join(ROLES)})')
     absent = [r for r in roles if not any(s.role == r and profile in s.profiles for s in NODES)]
     if absent:
-        raise BringupError(f'--only: profile {profile} has no {", ".join(absent)} node')
+        raise BringupError(f'{where}: profile {profile} has no {", ".join(absent)} node')
     return roles
 
 
-def plan(profile: str, cubes: list[str], only: tuple[str, ...] = ()) -> list[tuple[NodeSpec, str]]:
-    """(spec, namespace) of every node to start, in start order; with ``only``, just the nodes of those roles."""
+def plan(profile: str, cubes: list[str], only: tuple[str, ...] = (), web: bool = False) -> list[tuple[NodeSpec, str]]:
+    """(spec, namespace) of every node to start, in start order; with ``only``, just the nodes of those roles. An
+    optional node (the web console) starts with ``web`` or when ``only`` names its role."""
     out = []
     for spec in NODES:
-        if profile in spec.profiles and (not only or spec.role in only):
+        wanted = spec.role in only or (not only and not spec.optional) or (spec.optional and web)
+        if profile in spec.profiles and wanted:
             out += [(spec, f'/{c}') for c in cubes] if spec.per_cube else [(spec, '')]
     return out

@@ -36,7 +36,8 @@ def ros_args(param_files: list[Path], namespace: str = '', extra: list[str] | No
 
 
 def child_command(spec, namespace: str, param_files: list[Path], extra: list[str] | None = None) -> list[str]:
-    return [sys.executable, '-m', spec.module] + ros_args(param_files, namespace, extra)
+    """The command of one child: a node (NodeSpec), or several drivers in one process (a GroupSpec's ``args``)."""
+    return [sys.executable, '-m', spec.module, *getattr(spec, 'args', ())] + ros_args(param_files, namespace, extra)
 
 
 def exit_text(code: int) -> str:

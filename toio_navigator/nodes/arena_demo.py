@@ -16,6 +16,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -131,100 +132,139 @@ def call_trigger(client, what: str, spin_until: Callable[..., None], limit: floa
 
 
 def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeout, env, say) -> int:
-    names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
-    log_dir = out / 'logs'
     say(f'toio-nav demo --arena {layout_path.name}: one simulated cube explores the arena on the mat, then runs '
         f'the fastest path (waypoint {waypoint}; ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")})')
-    started = time.monotonic()
-    stop = StopRequest()
-    children = Children()
-    context = rclpy.Context()
-    domain = (env or os.environ).get('ROS_DOMAIN_ID')
-    try:
-        rclpy.init(context=context, **({'domain_id': int(domain)} if domain else {}))
-    except Exception as exc:        # e.g. a ROS_DOMAIN_ID the middleware cannot use
-        raise ArenaDemoError(f'cannot start ROS (ROS_DOMAIN_ID {domain}): {exc}') from None
-    node = LeanNode('arena_demo', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    latest: dict = {}
-    states: list = []     # every arena/state: the MDF after every move
+    run = _ArenaRun(out / 'logs', timeout, env, say)
+    outcome = run.explore_then_run(files)
+    return _report(outcome, layout, layout_path, out, waypoint, turn_cost, run.started, say)
 
-    def on_state(msg) -> None:
-        latest['state'] = msg
-        states.append(msg)
 
-    node.create_subscription(ArenaState, 'arena/state', on_state, STATE_QOS)
-    node.create_subscription(OccupancyGrid, 'arena/map', lambda m: latest.__setitem__('map', m), LATCHED)
-    node.create_subscription(PathMsg, 'arena/fastest_path', lambda m: latest.__setitem__('path', m), LATCHED)
-    start_exploration = node.create_client(Trigger, 'arena_explorer/start_exploration')
-    start_fastest = node.create_client(Trigger, 'arena_explorer/start_fastest_path')
-    deadline = time.monotonic() + timeout
+@dataclass
+class _Outcome:
+    """What the live run gave: the exploration's end, its map, the fastest path's end and its poses."""
+    explored_state: object        # ArenaState at the end of the exploration
+    explore_s: float
+    explore_states: list          # every arena/state of the exploration
+    explored: np.ndarray
+    obstacle: np.ndarray
+    final: object                 # ArenaState at the end of the fastest path
+    fastest_s: float
+    path: object                  # the arena/fastest_path message
+    log_dir: Path
 
-    def spin_until(condition, what: str, limit: float | None = None, progress=None) -> None:
-        end = min(deadline, time.monotonic() + limit) if limit else deadline
+
+class _ArenaRun:
+    """The live part: the arena bringup's nodes, the demo's node following them, the two service calls."""
+
+    def __init__(self, log_dir: Path, timeout: float, env, say) -> None:
+        self.log_dir, self.env, self.say = log_dir, env, say
+        self.names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
+        self.started = time.monotonic()
+        self.stop = StopRequest()
+        self.children = Children()
+        self.context = rclpy.Context()
+        domain = (env or os.environ).get('ROS_DOMAIN_ID')
+        try:
+            rclpy.init(context=self.context, **({'domain_id': int(domain)} if domain else {}))
+        except Exception as exc:        # e.g. a ROS_DOMAIN_ID the middleware cannot use
+            raise ArenaDemoError(f'cannot start ROS (ROS_DOMAIN_ID {domain}): {exc}') from None
+        self.node = node = LeanNode('arena_demo', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(node)
+        self.latest: dict = {}
+        self.states: list = []     # every arena/state: the MDF after every move
+        node.create_subscription(ArenaState, 'arena/state', self._on_state, STATE_QOS)
+        node.create_subscription(OccupancyGrid, 'arena/map', lambda m: self.latest.__setitem__('map', m), LATCHED)
+        node.create_subscription(PathMsg, 'arena/fastest_path', lambda m: self.latest.__setitem__('path', m),
+                                 LATCHED)
+        self.start_exploration = node.create_client(Trigger, 'arena_explorer/start_exploration')
+        self.start_fastest = node.create_client(Trigger, 'arena_explorer/start_fastest_path')
+        self.deadline = time.monotonic() + timeout
+        self.t0 = time.monotonic()
+
+    def _on_state(self, msg) -> None:
+        self.latest['state'] = msg
+        self.states.append(msg)
+
+    def spin_until(self, condition, what: str, limit: float | None = None, progress=None) -> None:
+        end = min(self.deadline, time.monotonic() + limit) if limit else self.deadline
         last = -math.inf
         while not condition():
-            if stop:
-                raise ArenaDemoError(f'stopped by {stop.name or "request"} while waiting for {what}')
-            dead = children.check()
+            if self.stop:
+                raise ArenaDemoError(f'stopped by {self.stop.name or "request"} while waiting for {what}')
+            dead = self.children.check()
             if dead:
-                raise ArenaDemoError(f'{", ".join(dead)} stopped while waiting for {what} (logs: {log_dir})')
+                raise ArenaDemoError(f'{", ".join(dead)} stopped while waiting for {what} (logs: {self.log_dir})')
             if time.monotonic() > end:
-                raise ArenaDemoError(f'timed out waiting for {what} (logs: {log_dir})')
-            executor.spin_once(timeout_sec=0.05)
+                raise ArenaDemoError(f'timed out waiting for {what} (logs: {self.log_dir})')
+            self.executor.spin_once(timeout_sec=0.05)
             if progress is not None and time.monotonic() - last >= 2.0:
                 last = time.monotonic()
                 progress()
 
-    def call(client, what: str, limit: float = 60.0, status: int | None = None) -> str:
+    def call(self, client, what: str, limit: float = 60.0, status: int | None = None) -> str:
         def started() -> bool:
-            return status is not None and 'state' in latest and latest['state'].status == status
-        return call_trigger(client, what, spin_until, limit, started, f' (logs: {log_dir})')
+            return status is not None and 'state' in self.latest and self.latest['state'].status == status
+        return call_trigger(client, what, self.spin_until, limit, started, f' (logs: {self.log_dir})')
 
-    def progress() -> None:
-        st = latest.get('state')
+    def progress(self) -> None:
+        st = self.latest.get('state')
         if st is not None:
-            say(f'  t = {time.monotonic() - t0:5.1f} s   {names.get(st.status, st.status):<12} robot ({st.robot_x:2d},'
-                f'{st.robot_y:2d},{st.heading})   explored {st.explored_count:3d}/300   moves {st.moves:3d}')
+            self.say(f'  t = {time.monotonic() - self.t0:5.1f} s   {self.names.get(st.status, st.status):<12} robot '
+                     f'({st.robot_x:2d},{st.robot_y:2d},{st.heading})   explored {st.explored_count:3d}/300   moves '
+                     f'{st.moves:3d}')
 
-    stop.install()              # SIGINT / SIGTERM / SIGHUP: stop the nodes in order and say so, no traceback
-    try:
-        children.start(profiles.plan('arena', ['cube1']), files, env=env, log_dir=log_dir)
-        t0 = time.monotonic()
-        call(start_exploration, 'arena_explorer/start_exploration', status=ArenaState.EXPLORING)
-        say(f'  exploration started after {time.monotonic() - started:.1f} s')
-        t0 = time.monotonic()
-        spin_until(lambda: 'state' in latest and names.get(latest['state'].status) in FINAL, 'the exploration',
-                   progress=progress)
-        explore_s = time.monotonic() - t0
-        explored_state = latest['state']
-        progress()
-        say(f'  exploration: {explored_state.status_text} ({explore_s:.1f} s)')
-        if names.get(explored_state.status) != 'DONE':
-            raise ArenaDemoError(f'exploration ended with {names.get(explored_state.status)}: '
-                                 f'{explored_state.status_text}')
-        spin_until(lambda: 'map' in latest, 'arena/map', 5.0)
-        explored, obstacle = grid_from_occupancy(latest['map'])
-        latest.pop('state')
-        n_explore_states = len(states)
-        t0 = time.monotonic()
-        message = call(start_fastest, 'arena_explorer/start_fastest_path', 10.0, status=ArenaState.FASTEST_PATH)
-        say(f'  {message}')
-        spin_until(lambda: 'state' in latest and latest['state'].status != ArenaState.FASTEST_PATH
-                   and names.get(latest['state'].status) in FINAL, 'the fastest path', progress=progress)
-        fastest_s = time.monotonic() - t0
-        final = latest['state']
-        spin_until(lambda: 'path' in latest, 'arena/fastest_path', 5.0)
-    finally:
-        children.stop()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-        stop.restore()
+    def _ended(self, also=lambda st: True):
+        """A condition: arena/state in a final mode (and ``also`` of it)."""
+        return lambda: 'state' in self.latest and also(self.latest['state']) \
+            and self.names.get(self.latest['state'].status) in FINAL
 
-    mapping = ArenaMatMapping()
-    poses = poses_from_path(latest['path'], mapping)
+    def explore_then_run(self, files) -> _Outcome:
+        """Start the nodes, explore, drive the fastest path; the nodes are stopped in order whatever happens."""
+        latest, names, say = self.latest, self.names, self.say
+        self.stop.install()         # SIGINT / SIGTERM / SIGHUP: stop the nodes in order and say so, no traceback
+        try:
+            self.children.start(profiles.plan('arena', ['cube1']), files, env=self.env, log_dir=self.log_dir)
+            self.t0 = time.monotonic()
+            self.call(self.start_exploration, 'arena_explorer/start_exploration', status=ArenaState.EXPLORING)
+            say(f'  exploration started after {time.monotonic() - self.started:.1f} s')
+            self.t0 = time.monotonic()
+            self.spin_until(self._ended(), 'the exploration', progress=self.progress)
+            explore_s = time.monotonic() - self.t0
+            explored_state = latest['state']
+            self.progress()
+            say(f'  exploration: {explored_state.status_text} ({explore_s:.1f} s)')
+            if names.get(explored_state.status) != 'DONE':
+                raise ArenaDemoError(f'exploration ended with {names.get(explored_state.status)}: '
+                                     f'{explored_state.status_text}')
+            self.spin_until(lambda: 'map' in latest, 'arena/map', 5.0)
+            explored, obstacle = grid_from_occupancy(latest['map'])
+            latest.pop('state')
+            explore_states = self.states[:len(self.states)]
+            self.t0 = time.monotonic()
+            message = self.call(self.start_fastest, 'arena_explorer/start_fastest_path', 10.0,
+                                status=ArenaState.FASTEST_PATH)
+            say(f'  {message}')
+            self.spin_until(self._ended(lambda st: st.status != ArenaState.FASTEST_PATH), 'the fastest path',
+                            progress=self.progress)
+            fastest_s = time.monotonic() - self.t0
+            final = latest['state']
+            self.spin_until(lambda: 'path' in latest, 'arena/fastest_path', 5.0)
+        finally:
+            self.children.stop()
+            self.executor.shutdown()
+            self.node.destroy_node()
+            rclpy.try_shutdown(context=self.context)
+            self.stop.restore()
+        return _Outcome(explored_state, explore_s, explore_states, explored, obstacle, final, fastest_s,
+                        latest['path'], self.log_dir)
+
+
+def _report(run: _Outcome, layout, layout_path: Path, out: Path, waypoint, turn_cost, started: float, say) -> int:
+    """Score the run against the layout, write arena.png and result.json, print the summary; the exit code."""
+    names = {v: k for k, v in vars(ArenaState).items() if k.isupper() and isinstance(v, int)}
+    explored, obstacle, explored_state, final = run.explored, run.obstacle, run.explored_state, run.final
+    poses = poses_from_path(run.path, ArenaMatMapping())
     truth = layout.obstacles
     false_obstacles = int(np.count_nonzero(obstacle & explored & ~truth))
     missed = int(np.count_nonzero(truth & ~(obstacle & explored)))
@@ -241,13 +281,13 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     ok = back and false_obstacles == 0 and at_goal and optimum_map.found and math.isclose(cost, optimum_map.cost)
     result = {
         'format': 'toio-arena-demo/1', 'layout': str(layout_path), 'ok': ok,
-        'exploration': {'status': names.get(explored_state.status), 'seconds': round(explore_s, 2),
+        'exploration': {'status': names.get(explored_state.status), 'seconds': round(run.explore_s, 2),
                         'moves': explored_state.moves, 'explored_count': explored_state.explored_count,
                         'returned_to_start': back, 'false_obstacles': false_obstacles, 'missed_obstacles': missed,
                         'mdf_part1': explored_state.mdf_part1, 'mdf_part2': explored_state.mdf_part2,
                         'states': [[m.moves, names.get(m.status), m.robot_x, m.robot_y, m.heading, m.mdf_part1,
-                                    m.mdf_part2] for m in states[:n_explore_states]]},
-        'fastest_path': {'status': names.get(final.status), 'seconds': round(fastest_s, 2), 'cost': cost,
+                                    m.mdf_part2] for m in run.explore_states]},
+        'fastest_path': {'status': names.get(final.status), 'seconds': round(run.fastest_s, 2), 'cost': cost,
                          'optimum_on_map': optimum_map.cost_value, 'optimum_on_layout': optimum_true.cost_value,
                          'on_goal': at_goal, 'poses': [p.as_list() for p in poses],
                          'robot': [final.robot_x, final.robot_y, final.heading]},
@@ -256,15 +296,15 @@ def _run(layout, layout_path: Path, out: Path, files, waypoint, turn_cost, timeo
     (out / 'result.json').write_text(json.dumps(result, indent=1) + '\n')
     say('summary')
     for line in (
-            f'exploration:       {explore_s:.1f} s, {explored_state.moves} moves, explored '
+            f'exploration:       {run.explore_s:.1f} s, {explored_state.moves} moves, explored '
             f'{explored_state.explored_count}/300 cells, back on the start: {"yes" if back else "NO"}',
             f'map vs layout:     {false_obstacles} false obstacles, {missed} true obstacle cells not (yet) mapped',
             f'MDF part 1:        {explored_state.mdf_part1}',
             f'MDF part 2:        {explored_state.mdf_part2}',
             f'fastest path:      cost {cost:g} (optimum on the explored map {optimum_map.cost_value}, on the full '
-            f'layout {optimum_true.cost_value}), {len(poses)} poses, {fastest_s:.1f} s, '
+            f'layout {optimum_true.cost_value}), {len(poses)} poses, {run.fastest_s:.1f} s, '
             f'{"on the goal" if at_goal else "NOT on the goal: " + final.status_text}',
             f'picture:           {png} (result: {out / "result.json"})',
-            f'total run:         {time.monotonic() - started:.1f} s; node logs in {log_dir}'):
+            f'total run:         {time.monotonic() - started:.1f} s; node logs in {run.log_dir}'):
         say('  ' + line)
     return 0 if ok else 1

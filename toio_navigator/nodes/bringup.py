@@ -10,8 +10,10 @@ another; every machine reads the same YAML, so all agree on the cube list.
 
 Two ways to run (``toio-nav bringup`` / ``ros2 run toio_navigator bringup``):
   * ``--processes`` (default): one child process per node, like ``ros2 launch``
-    (:mod:`toio_navigator.launching.supervisor`). A node that refuses to start (exit 2: a bad parameter) stops the
-    bringup with that node's message and exit 2; a node that dies later is reported and the others keep
+    (:mod:`toio_navigator.launching.supervisor`); with ``--driver-processes per-adapter`` (the default of the real
+    profile) the cube drivers of each Bluetooth adapter share one process
+    (:mod:`toio_navigator.launching.driver_groups`). A node that refuses to start (exit 2: a bad parameter) stops
+    the bringup with that node's message and exit 2; a node that dies later is reported and the others keep
     running (a dead driver is what the navigator must cope with). SIGINT, SIGTERM and SIGHUP stop every node,
     the simulator last; if the bringup itself dies (even by SIGKILL) its nodes stop too.
   * ``--single``: every node in this process on one executor (the navigator's), stopped the same way
@@ -29,9 +31,10 @@ import tempfile
 from pathlib import Path
 
 from toio_navigator.launching.command_line import prepare
+from toio_navigator.launching.driver_groups import DRIVER_PROCESSES, bluez_states, plan_groups
 from toio_navigator.launching.profiles import PROFILES, ROLES, BringupError
 from toio_navigator.launching.supervisor import child_command, run_processes
-from toio_navigator.settings.bringup_params import ParamsError, overrides_yaml
+from toio_navigator.settings.bringup_params import Instance, ParamsError, node_values, overrides_yaml
 from toio_navigator.settings.spec import SettingError
 
 # ------------------------------------------------------------------------------------------------ CLI
@@ -58,9 +61,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(single=False)
     how.add_argument('--processes', dest='single', action='store_false', help='one process per node (default)')
     how.add_argument('--single', dest='single', action='store_true', help='all nodes in this process')
+    parser.add_argument('--driver-processes', choices=DRIVER_PROCESSES, default=None,
+                        help='with --processes: one process per cube driver (the default of the sim and arena '
+                             'profiles), the drivers of each Bluetooth adapter in one process (the default of '
+                             'the real profile; docs/ble_protocol.md says why), or every driver in one process')
     parser.add_argument('--only', default='', metavar='ROLES',
                         help=f'start only these roles, comma-separated ({", ".join(ROLES)}): one host\'s share '
                              'on a lab network, e.g. --only sim,drivers beside the cubes, --only navigator elsewhere')
+    parser.add_argument('--web', action='store_true',
+                        help='also start the web console (the page\'s address is in its log line; '
+                             '-p port:=N, -p lab_network:=true; docs/web_console.md)')
     parser.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
     parser.add_argument('--dry-run', action='store_true', help='print the commands and exit')
     parser.add_argument('--ros-args', dest='ros_args', nargs=argparse.REMAINDER, default=[], help=OVERRIDE_HELP)
@@ -76,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         print(f'bringup: {exc}', file=sys.stderr)
         return 2
     files, nodes = ready.files, ready.nodes
+    driver_processes = args.driver_processes or ('per-adapter' if args.profile == 'real' else 'per-cube')
+    if driver_processes == 'per-adapter' and not args.single:
+        nodes = _group_drivers(ready)
+    elif driver_processes == 'one' and not args.single:
+        nodes, _pins = plan_groups(ready.nodes, ready.files, ready.routed, None)
     with tempfile.TemporaryDirectory(prefix='toio_nav_bringup_') as tmp:
         if ready.routed:
             overrides = Path(tmp) / 'overrides.yaml'
@@ -87,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
             if ready.routed:
                 print('\n'.join(f'# {line}' for line in overrides.read_text().splitlines()))
             return 0
-        print(f'bringup ({args.profile}, {"one process" if args.single else "one process per node"}): '
-              f'{len(nodes)} nodes for cubes {", ".join(ready.cubes)}', flush=True)
+        how = 'one process' if args.single else 'one process per node' if len(nodes) == len(ready.nodes) else \
+            f'the drivers in {sum(spec.role == "drivers" for spec, _ns in nodes)} process(es)'
+        print(f'bringup ({args.profile}, {how}): {len(ready.nodes)} nodes for cubes {", ".join(ready.cubes)}',
+              flush=True)
         for instance, values in ready.routed.items():
             print(f'  -p for {instance.fqn}: ' + ', '.join(f'{k}={v!r}' for k, v in values.items()), flush=True)
         if args.single:
@@ -96,6 +113,24 @@ def run(args: argparse.Namespace) -> int:
             from toio_navigator.nodes.bringup_single import run_single  # noqa: PLC0415 --single only, see above
             return run_single(nodes, files, ready.extra, args.duration)
         return run_processes(nodes, files, ready.extra, args.duration)
+
+
+def _group_drivers(ready) -> list:
+    """The drivers of each adapter in one process (launching/driver_groups.py); the pins join the overrides."""
+    states, why = (None, '')
+    if any(_transport(ready, ns) == 'ble' for spec, ns in ready.nodes if spec.executable == 'cube_driver'):
+        states, why = bluez_states()
+        if states is None:
+            print(f'bringup: drivers in one process, not per adapter: {why}', file=sys.stderr)
+    nodes, pins = plan_groups(ready.nodes, ready.files, ready.routed, states)
+    for instance, values in pins.items():
+        ready.routed.setdefault(instance, {}).update(values)
+    return nodes
+
+
+def _transport(ready, namespace: str) -> str:
+    instance = Instance('cube_driver', namespace)
+    return str({**node_values(ready.files, instance), **ready.routed.get(instance, {})}.get('transport', 'sim'))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from typing import Awaitable, Callable
 
 from geometry_msgs.msg import Twist
@@ -43,6 +44,7 @@ from toio_navigator.nodes import conversions
 from toio_navigator.nodes.driver_features import DriverFeatures
 from toio_navigator.nodes.driver_moves import DriverMoves
 from toio_navigator.nodes.driver_state import DriverState
+from toio_navigator.nodes.late_commands import LateCommands
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
 from toio_navigator.nodes.qos import LATCHED
@@ -76,6 +78,8 @@ class CubeDriverNode(LeanNode):
         self._closing = False
         self.counts = NotificationCounts()
         self._pub_link = self.create_publisher(LinkStatus, 'link_state', LATCHED)
+        self.late_commands = LateCommands(self)
+        self._late_said = -float('inf')
         self.create_subscription(MotorCommand, 'motor_cmd', self._on_motor_cmd, 10)
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
 
@@ -88,6 +92,7 @@ class CubeDriverNode(LeanNode):
         self.state_topics = DriverState(self, self, self.features, self.counts)
         self._handlers: dict[type, Callable] = {
             p.ProtocolVersion: lambda note: self.connection.version_answered(note.version),
+            p.CurrentConnectionInterval: lambda note: self.connection.interval_reported(note.interval_1250us),
             **self.state_topics.handlers(), **self.features.handlers(), **self.moves.handlers()}
         self.parameters.on_change(self._apply_parameters)
         self._publish_link_status()
@@ -95,7 +100,7 @@ class CubeDriverNode(LeanNode):
 
     def _find_cube(self) -> Awaitable[FoundLink]:
         """A BLE driver's cube, claimed for this node (see toio_navigator.cube.ble_finder)."""
-        return open_ble_transport(self.config, self.get_fully_qualified_name())
+        return open_ble_transport(self.config.ble_target(), self.get_fully_qualified_name())
 
     def _apply_parameters(self, values: dict, _changed: set[str]) -> None:
         """A run-time change (only motor, pose-gate, light, sound and move_to_pose parameters may change): the
@@ -199,14 +204,16 @@ class CubeDriverNode(LeanNode):
         if stamp_ns > 0 and cfg.expire_by_stamp:
             age_s = (self.get_clock().now().nanoseconds - stamp_ns) / 1e9
         timing = command_timing(msg.duration_ms, cfg.motor_duration_ms, age_s)
+        if age_s is not None:
+            self.late_commands.arrived(age_s)
         if timing.clipped:
             self.get_logger().warning(f'{self.cube}: motor_cmd duration {timing.asked_ms} ms > 2550 ms: clipped to '
                                       '2550', throttle_duration_sec=5.0)
-        if timing.late:
-            self.get_logger().warning(
-                f'{self.cube}: motor_cmd stamped {timing.age_s * 1000.0:.0f} ms ago arrived after its '
-                f'{timing.duration_ms} ms: dropped (a slow link, or clocks out of sync between hosts: run chrony/NTP, '
-                'or set expire_by_stamp false)', throttle_duration_sec=5.0)
+        if timing.late and self._late_said + 5.0 <= time.monotonic():      # at most one every 5 s
+            self._late_said = time.monotonic()
+            what = (f'stamped {-timing.age_s * 1000.0:.0f} ms in the future' if timing.age_s < 0 else
+                    f'stamped {timing.age_s * 1000.0:.0f} ms ago arrived after its {timing.duration_ms} ms: dropped')
+            self.get_logger().warning(f'{self.cube}: motor_cmd {what} ({self.late_commands.reason(timing.age_s)})')
         self.motor.command(conversions.clip_motor(msg.left, cfg.max_motor, cfg.dead_zone),
                            conversions.clip_motor(msg.right, cfg.max_motor, cfg.dead_zone), timing)
 

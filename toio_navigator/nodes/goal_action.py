@@ -6,6 +6,11 @@ and the one path every goal takes into the controller (so any newer goal pre-emp
   action  ``<cube>/navigate_to_pose`` toio_navigator/action/NavigateToPose: feedback every tick (pose, distance,
           estimated time), a result with an outcome and a reason; cancelling stops the cube
 
+A goal that can never succeed (off the mat, another frame, not a finite position, a tolerance the cube cannot
+meet) is refused before it reaches the controller, with the reason in the goal's own frame and unit (metres):
+the action server REJECTS it in its goal callback (the client sees "Goal was rejected", the navigator's log says
+why), a goal_pose is dropped with a warning.
+
 The goal bookkeeping (pre-emption, progress, failure rules, outcomes) is the ROS-free
 :class:`~toio_navigator.control.goals.GoalBook`; this module only turns messages into its calls and its
 results into messages. Goals are positions: the controller steers cubes to points, so a pose's orientation is not
@@ -23,16 +28,18 @@ from dataclasses import dataclass
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.task import Future
 
 from toio_navigator.action import NavigateToPose
 from toio_navigator.control import goals as core
-from toio_navigator.control.controller import AWAY, STOP, TOWARDS, SwarmController
+from toio_navigator.control.controller import SwarmController
+from toio_navigator.control.goals import AWAY, STOP, TOWARDS
 from toio_navigator.msg import NavGoal
 from toio_navigator.nodes import conversions
 from toio_navigator.settings.navigator import Frames
-from toio_navigator.units import UNITS_PER_S_PER_MOTOR_UNIT
+from toio_navigator.units import MOTOR_MAX, UNITS_PER_S_PER_MOTOR_UNIT, mat_to_ros_xy
 
 _TEXT = {TOWARDS: 'TOWARDS', AWAY: 'AWAY', STOP: 'STOP'}
 #: where a goal came from (log lines, pre-emption reasons)
@@ -63,8 +70,8 @@ class GoalInterfaces:
         for cube in controller.settings.cubes:
             node.create_subscription(PoseStamped, f'{cube}/goal_pose', lambda m, c=cube: self._on_goal_pose(c, m), 10)
             self._servers.append(ActionServer(
-                node, NavigateToPose, f'{cube}/navigate_to_pose', self._execute,
-                goal_callback=lambda _request: GoalResponse.ACCEPT,     # refusals come with a reason
+                _OwnClock(node), NavigateToPose, f'{cube}/navigate_to_pose', self._execute,
+                goal_callback=lambda request, c=cube: self._on_goal_request(c, request),
                 handle_accepted_callback=lambda handle, c=cube: self._on_accepted(c, handle),
                 cancel_callback=self._on_cancel))
 
@@ -138,20 +145,51 @@ class GoalInterfaces:
             self.apply(cube, goal, GOAL_POSE, give_up=True)
 
     def _goal_from_pose(self, cube: str, pose: PoseStamped, max_speed: float, tolerance_m: float):
-        """(NavGoal in mat units, '') or (None, the reason a pose cannot be a goal)."""
-        frame = pose.header.frame_id
-        if not self.frames.accepts(frame):
-            known = ' or '.join(repr(f) for f in (self.frames.frame_id, self.frames.map_frame) if f)
-            return None, f'frame {frame!r} is not the frame of {cube}/pose ({known}); no transform is applied'
-        if not (math.isfinite(tolerance_m) and tolerance_m >= 0):
-            return None, f'tolerance {tolerance_m} m is not a finite number >= 0'
+        """(NavGoal in mat units, '') or (None, the reason a pose cannot be a goal, in metres)."""
+        reason = self._pose_problem(cube, pose, max_speed, tolerance_m)
+        if reason:
+            return None, reason
         x, y, _theta = conversions.mat_pose_from_pose(pose.pose)
         tolerance = conversions.mat_length(tolerance_m) if tolerance_m > 0 else self.book.policy.pose_tolerance
         goal = NavGoal(goal_id=self.book.next_goal_id(), cube=cube, x=x, y=y, direction=TOWARDS,
                        max_speed=float(max_speed), tolerance=tolerance)
         return goal, ''
 
+    def _pose_problem(self, cube: str, pose: PoseStamped, max_speed: float, tolerance_m: float) -> str:
+        """Why a pose goal can never succeed, in its frame's terms (metres, REP 103); '' if it can."""
+        frame = pose.header.frame_id
+        if not self.frames.accepts(frame):
+            known = ' or '.join(repr(f) for f in (self.frames.frame_id, self.frames.map_frame) if f)
+            return f'frame {frame!r} is not the frame of {cube}/pose ({known}); no transform is applied'
+        x, y = pose.pose.position.x, pose.pose.position.y
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return f'position ({x}, {y}) is not finite'
+        s = self.controller.settings
+        x0, y_top = mat_to_ros_xy(s.mat_rect[0], s.mat_rect[1])       # mat y runs down: its top is ROS y max
+        x1, y_bottom = mat_to_ros_xy(s.mat_rect[2], s.mat_rect[3])
+        if not (x0 <= x <= x1 and y_bottom <= y <= y_top):
+            return (f'position ({x:.3f}, {y:.3f}) m in frame {frame or self.frames.frame_id!r} is off the mat: x '
+                    f'{x0:.3f}..{x1:.3f} m, y {y_bottom:.3f}..{y_top:.3f} m')
+        if not (math.isfinite(max_speed) and 0 <= max_speed <= MOTOR_MAX):
+            return f'max_speed {max_speed} is not within 0..{MOTOR_MAX} motor units (0: the navigator\'s max_speed)'
+        if not (math.isfinite(tolerance_m) and tolerance_m >= 0):
+            return f'tolerance {tolerance_m} m is not a finite number >= 0'
+        least = conversions.metres(s.handle_tolerance)
+        if 0 < tolerance_m < least:
+            return (f'tolerance {tolerance_m:g} m is below {least:.4f} m, the radius within which the cube stops '
+                    '(handle_tolerance): it could never count as reached (0: the default)')
+        return ''
+
     # ---------------------------------------------------------------------------------------- the action
+    def _on_goal_request(self, cube: str, request) -> GoalResponse:
+        """The goal callback: a goal that can never succeed is rejected here, before it is accepted."""
+        with self.lock:
+            reason = self._pose_problem(cube, request.pose, request.max_speed, request.tolerance)
+        if reason:
+            self.node.get_logger().warning(f'{cube}/navigate_to_pose: goal rejected: {reason}')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
     def _on_accepted(self, cube: str, handle) -> None:
         request = handle.request
         entry = _ActionGoal(cube, handle, Future())
@@ -222,3 +260,20 @@ class GoalInterfaces:
 
 def _key(handle) -> bytes:
     return bytes(handle.goal_id.uuid)
+
+
+class _OwnClock:
+    """The node as one action server sees it, with a ROS clock of its own. Each rcl action server runs a timer on
+    its clock (expiring old results), and the EventsExecutor warns "the number of timers associated with this
+    clock is large" from 8 timers on one clock: an 8-cube navigator's servers and tick timer warned at start and
+    on every rate_hz change, though scanning nine timers costs nothing. The server's clock only stamps goals and
+    expires results after 15 minutes; it reads the system time even under use_sim_time."""
+
+    def __init__(self, node: Node) -> None:
+        self._node, self._clock = node, Clock(clock_type=ClockType.ROS_TIME)
+
+    def get_clock(self) -> Clock:
+        return self._clock
+
+    def __getattr__(self, name: str):
+        return getattr(self._node, name)

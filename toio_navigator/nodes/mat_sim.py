@@ -8,7 +8,9 @@ transport ``sim`` talks to it exactly as it would to a real cube over bleak.
 The virtual cube counts as connected while a live driver publishes on its tx topic (or as soon as a frame
 arrives): when that driver disappears the cube disconnects, forgets its settings and stops -- as a real cube does
 when the central goes away. A driver that dies without a word (SIGKILL, a hang) is noticed when its DDS liveliness
-lease runs out (``LINK_LEASE_S``, 1 s); until then its cube stops by the duration of its last motor command.
+lease runs out and does not come back (``LINK_LEASE_S`` + ``LINK_GRACE_S``, 1.5 s at most; a driver that a busy
+host did not run for a moment gets its lease back and keeps its cube); until then its cube stops by the duration
+of its last motor command.
 
 Out: ``mat_sim/ground_truth`` (geometry_msgs/PoseArray, metres, frame ``mat``, cubes in ``cubes`` order),
 ``mat_sim/contacts`` (toio_navigator/ContactEvent, reliable, depth 100: one message when a pair of cubes starts
@@ -37,7 +39,7 @@ from toio_navigator.msg import BleFrame, ContactEvent, IrRanges
 from toio_navigator.nodes import conversions
 from toio_navigator.nodes.lean_node import LeanNode
 from toio_navigator.nodes.parameters import NodeParameters
-from toio_navigator.nodes.qos import BLE_QOS
+from toio_navigator.nodes.qos import BLE_QOS, Lease
 from toio_navigator.nodes.spin import run_node
 from toio_navigator.nodes.virtual_ir import ArenaSensors
 from toio_navigator.settings.mat_sim import PARAMS, sim_config
@@ -103,7 +105,7 @@ class _CubePort:
     def __init__(self, node: 'MatSimNode', name: str, cube: VirtualCube) -> None:
         self.name, self.cube, self.node = name, cube, node
         self.rx = node.create_publisher(BleFrame, f'{name}/ble/rx', BLE_QOS)
-        self.lease_lost = False         # the driver's DDS liveliness lease ran out: it died or hangs
+        self.lease = Lease()            # the driver's DDS liveliness: lost when it died or hangs
         self.tx = node.create_subscription(BleFrame, f'{name}/ble/tx', self._on_tx, BLE_QOS,
                                            event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness,
                                                                                        use_default_callbacks=False))
@@ -132,24 +134,23 @@ class _CubePort:
         return deliver
 
     def _on_liveliness(self, info) -> None:
-        """A driver's writer became alive, left, or its lease ran out (it died or hangs): a lost driver is acted
-        on at once, not after its ~20 s discovery lease. (Between nodes of one process, bringup --single, Fast DDS
-        renews a quiet writer's lease only while samples flow in that process, measured: mat_sim's own
-        notifications keep the drivers' leases; with no samples flowing a lease runs out 1 s after its last one.)"""
-        if info.alive_count > 0:
-            self.lease_lost = False
-            return
-        self.lease_lost = self.lease_lost or info.not_alive_count_change > 0
-        self._drop('its liveliness lease ran out' if info.not_alive_count_change > 0 else 'it left')
+        """A driver's writer became alive, left, or its lease ran out (dead, hung or starved): one that left is
+        dropped at once, a lost lease once it stays lost (:meth:`check_link`), not after the ~20 s discovery
+        lease. (Between nodes of one process, bringup --single, Fast DDS renews a quiet writer's lease only while
+        samples flow in that process, measured: mat_sim's own notifications keep the drivers' leases.)"""
+        self.lease.on_event(info)
+        if info.alive_count == 0 and info.not_alive_count_change <= 0:
+            self._drop('it left')
 
     def check_link(self) -> None:
-        """Connect when a driver appeared, disconnect when it left the graph or lost its lease. A frame from a
-        driver connects too (:meth:`_on_tx`)."""
-        present = self.tx.get_publisher_count() > 0 and not self.lease_lost
+        """Connect when a driver appeared, disconnect when it left the graph or its lease stayed lost. A frame
+        from a driver connects too (:meth:`_on_tx`)."""
+        lost = self.lease.lost()
+        present = self.tx.get_publisher_count() > 0 and not lost
         if present and not self.cube.connected:
             self.ensure_connected()
         elif not present:
-            self._drop('its liveliness lease ran out' if self.lease_lost else 'it left')
+            self._drop('its liveliness lease ran out' if lost else 'it left')
 
     def _drop(self, why: str) -> None:
         """The driver went away: the cube disconnects (stops, forgets its settings), as a real one does."""
@@ -190,7 +191,7 @@ class _CubePort:
             self.rejected += 1
             self.node.get_logger().warning(f'{self.name}: frame for {exc}', throttle_duration_sec=5.0)
             return
-        self.lease_lost = False         # a frame: its writer is alive
+        self.lease.heard()              # a frame: its writer is alive
         if not self.ensure_connected():
             return
         data = bytes(frame.data)

@@ -21,10 +21,12 @@ import math
 import sys
 import time
 
+from rclpy.duration import Duration
 from rclpy.qos import qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
-from toio_navigator.control.controller import STOP, SwarmController, stamp_seconds
+from toio_navigator.control.controller import SwarmController, stamp_seconds
+from toio_navigator.control.goals import STOP
 from toio_navigator.msg import CubeState, MotorCommand, NavGoal, NavResult
 from toio_navigator.nodes.goal_action import GOAL_TOPIC, SET_GOAL, GoalInterfaces
 from toio_navigator.nodes.lean_node import LeanNode
@@ -35,6 +37,9 @@ from toio_navigator.nodes.tf_broadcast import TfBroadcaster
 from toio_navigator.settings.navigator import PARAMS, navigator_config
 from toio_navigator.srv import GoalStatus, SetGoal
 from toio_navigator.units import FRAME_ID
+
+#: how long a stopping navigator keeps its motor_cmd writers for the drivers to take its stops (at most)
+STOP_FLUSH_S = 0.5
 
 
 class NavigatorNode(LeanNode):
@@ -78,13 +83,8 @@ class NavigatorNode(LeanNode):
     def _apply_parameters(self, values: dict, changed: set[str]) -> None:
         """A run-time change: the whole configuration is rebuilt by the start-up rules, then put into effect."""
         config = navigator_config(values)
-        c = self.controller
-        old_rate = c.settings.rate_hz
-        if config.settings.planner != c.settings.planner:
-            c.set_planner(config.settings.planner)
-        c.settings = config.settings
-        c.walls = config.settings.wall_rows()
-        c.params, c.handle = config.params, config.handle
+        old_rate = self.controller.settings.rate_hz
+        self.controller.reconfigure(config)
         self.markers_every, self.tick_on_fresh = config.markers_every, config.tick_on_fresh_states
         self.goals.set_policy(config.goals)
         if config.settings.rate_hz != old_rate:
@@ -211,6 +211,11 @@ class NavigatorNode(LeanNode):
         stop_ms = int(self.controller.settings.stop_duration_ms)
         for publisher in self.cmd_pubs.values():
             publisher.publish(MotorCommand(left=0, right=0, duration_ms=stop_ms))
+        # the writers stay while the drivers take the stops: destroyed at once, a stop still on its way was lost
+        # and the cube ran out its last command (a navigator killed with its launch, the drivers living on)
+        deadline = time.monotonic() + STOP_FLUSH_S
+        for publisher in self.cmd_pubs.values():
+            publisher.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
         self.goals.destroy()
         super().destroy_node()
 

@@ -4,7 +4,10 @@ its rules at start-up, and on every run-time change either applied or refused wi
 Each parameter gets a ParameterDescriptor with its description, its rule in ``additional_constraints``, its
 range (FloatingPointRange / IntegerRange) where it has one, and ``read_only`` unless the node applies changes
 while it runs, so ``ros2 param describe`` explains it. All are dynamically typed: YAML and ``ros2 param set``
-write 20 and 20.0 alike, and a value of the wrong type gets the parameter's own message instead of rclpy's.
+write 20 and 20.0 alike, and a value of the wrong type gets the parameter's own message instead of rclpy's. A
+value its rule accepts is stored as the parameter's own type (``ros2 param set /navigator rate_hz 10`` stores
+10.0, which ``ros2 param get`` shows as a double), and a refused one leaves the type ``ros2 param describe`` shows
+as it was.
 """
 from __future__ import annotations
 
@@ -13,8 +16,25 @@ from typing import Callable
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
-from toio_navigator.settings.spec import FLOAT, FLOATS, INT, INTS, Param, ParamSet, SettingError
+from toio_navigator.settings.spec import (
+    BOOL,
+    FLOAT,
+    FLOATS,
+    INT,
+    INTS,
+    NAME,
+    STR,
+    STRINGS,
+    Param,
+    ParamSet,
+    SettingError,
+)
+
+_TYPE = {BOOL: Parameter.Type.BOOL, INT: Parameter.Type.INTEGER, FLOAT: Parameter.Type.DOUBLE,
+         STR: Parameter.Type.STRING, NAME: Parameter.Type.STRING, STRINGS: Parameter.Type.STRING_ARRAY,
+         FLOATS: Parameter.Type.DOUBLE_ARRAY, INTS: Parameter.Type.INTEGER_ARRAY}
 
 
 def descriptor(p: Param) -> ParameterDescriptor:
@@ -42,9 +62,25 @@ class NodeParameters:
         self.node, self.params = node, params
         self.values: dict[str, object] = {}
         for p in params:
-            raw = node.declare_parameter(p.name, p.ros_default(), ParameterDescriptor(dynamic_typing=True)).value
-            self.values[p.name] = p.check(raw)
+            declared = node.declare_parameter(p.name, p.ros_default(), ParameterDescriptor(dynamic_typing=True))
+            self.values[p.name] = p.check(declared.value)
+            typed = typed_parameter(p, self.values[p.name])
+            if typed is not None and typed.type_ != declared.type_:        # YAML's `rate_hz: 20` is stored as 20.0
+                node.set_parameters([typed])
             node.set_descriptor(p.name, descriptor(p))
+        node.add_pre_set_parameters_callback(self._typed)
+
+    def _typed(self, changes: list[Parameter]) -> list[Parameter]:
+        """Each change its rule accepts, as the parameter's own type (rclpy calls this before it checks)."""
+        out = []
+        for change in changes:
+            p = self.params.get(change.name)
+            try:
+                typed = typed_parameter(p, p.check(change.value)) if p is not None else None
+            except SettingError:
+                typed = None                    # refused with the parameter's own message by on_change
+            out.append(typed if typed is not None and typed.type_ != change.type_ else change)
+        return out
 
     def on_change(self, apply: Callable[[dict[str, object], set[str]], None]) -> None:
         """Run-time changes: checked by their rules, then ``apply(values with the changes, changed names)``,
@@ -58,6 +94,9 @@ class NodeParameters:
                 merged = self.params.merge(self.values, ours)
                 apply(merged, set(ours))
             except SettingError as exc:
+                for name in ours:
+                    # rclpy gave the stored descriptor the refused value's type before asking us
+                    self.node.describe_parameter(name).type = self.node.get_parameter(name).type_.value
                 self.node.get_logger().warning(f'parameter change refused: {exc}')
                 return SetParametersResult(successful=False, reason=str(exc))
             self.values = merged
@@ -65,3 +104,10 @@ class NodeParameters:
                                         ', '.join(f'{n}={merged[n]!r}' for n in sorted(ours)))
             return SetParametersResult(successful=True)
         self.node.add_on_set_parameters_callback(callback)
+
+
+def typed_parameter(p: Param, value) -> Parameter | None:
+    """A checked value as a Parameter of ``p``'s own ROS type (lists as lists); None for a kind of no single ROS
+    type (TEXTS: a string or a list of strings), which keeps the type it was given."""
+    kind = _TYPE.get(p.kind)
+    return None if kind is None else Parameter(p.name, kind, list(value) if isinstance(value, tuple) else value)

@@ -9,10 +9,11 @@
 So the driver above it runs the same code as on a real cube (same writes, reconnects, settings replay); only the
 air is DDS. "Connected" means the mat_sim process hosts this cube: the tx topic has a matched subscriber and the
 rx topic a matched publisher whose DDS liveliness lease holds. When either disappears (mat_sim stopped, or died:
-its lease runs out within ``LINK_LEASE_S``), or mat_sim says the cube dropped the link (it took this driver for
-gone), the link is lost and the base class reconnects with backoff, exactly as after a BLE disconnect. A lease
-can also run out while mat_sim lives (its process starved for a second); reconnecting then asks it a read, and
-its answer proves it alive.
+its lease runs out and stays lost, ``LINK_LEASE_S`` + ``LINK_GRACE_S``), or mat_sim says the cube dropped the link
+(it took this driver for gone), the link is lost and the base class reconnects with backoff, exactly as after a
+BLE disconnect. A lease regained within the grace (mat_sim starved for a moment) keeps the link; one that ran out
+for longer while mat_sim lives (starved for seconds) is a lost link, and reconnecting asks it a read, whose
+answer proves it alive.
 
 Threads: the transport's coroutines run on the driver's asyncio loop; the rx subscription fires on the ROS
 executor thread. Notifications are delivered straight from the executor thread (one hop less on the pose ->
@@ -31,7 +32,7 @@ from rclpy.node import Node
 from toio_navigator.cube.protocol import Characteristic
 from toio_navigator.cube.transport import Transport, TransportError
 from toio_navigator.msg import BleFrame
-from toio_navigator.nodes.qos import BLE_QOS
+from toio_navigator.nodes.qos import BLE_QOS, Lease
 
 #: how long a disconnect keeps the link's writer alive for the frames written before it (see _close)
 FLUSH_TIMEOUT_S = 0.5
@@ -56,7 +57,7 @@ class RosSimLink(Transport):
         self._heard = False                     # any frame from mat_sim arrived (the rx path works both ways)
         self._dropped = False                   # mat_sim said the cube dropped this link (BleFrame.DISCONNECTED)
         self._tx = node.create_publisher(BleFrame, f'{topic_prefix}/tx', BLE_QOS)
-        self._peer_lost = False                 # mat_sim's DDS liveliness lease ran out: it died or hangs
+        self._peer_lease = Lease()              # mat_sim's DDS liveliness: lost when it died or hangs
         self._rx = node.create_subscription(BleFrame, f'{topic_prefix}/rx', self._on_rx, BLE_QOS,
                                             callback_group=callback_group,
                                             event_callbacks=SubscriptionEventCallbacks(liveliness=self._on_liveliness,
@@ -76,15 +77,12 @@ class RosSimLink(Transport):
 
     def peer_present(self) -> bool:
         """mat_sim hosts this cube: its endpoints are matched and its liveliness lease holds (a killed mat_sim
-        stays in the DDS graph for its ~20 s discovery lease, its lease runs out in 1 s)."""
-        return self._peer_matched() and not self._peer_lost
+        stays in the DDS graph for its ~20 s discovery lease, its lease is lost within 1.5 s)."""
+        return self._peer_matched() and not self._peer_lease.lost()
 
     def _on_liveliness(self, info) -> None:
         """mat_sim's rx writer became alive or lost its lease."""
-        if info.alive_count > 0:
-            self._peer_lost = False
-        elif info.not_alive_count_change > 0:
-            self._peer_lost = True
+        self._peer_lease.on_event(info)
 
     # ------------------------------------------------------------------ Transport primitives
     async def _open(self) -> None:
@@ -93,8 +91,8 @@ class RosSimLink(Transport):
         next_probe = self._loop.time()
         while not self.peer_present():          # bounded by the caller's connect timeout
             if self._peer_matched() and self._loop.time() >= next_probe:
-                # matched, but its lease ran out (a starved host can miss a 1 s lease) and no "alive again" may
-                # ever come while the rx writer has nothing to send: ask it something, as a central does when it
+                # matched, but its lease stayed lost (a host can starve a process for seconds) and no "alive again"
+                # may ever come while the rx writer has nothing to send: ask it something, as a central does when it
                 # connects; any answer proves it alive (_on_rx). A dead mat_sim answers nothing.
                 self._tx.publish(BleFrame(uuid=PROBED.value, op=BleFrame.READ, seq=PROBE_SEQ))
                 next_probe = self._loop.time() + PROBE_PERIOD_S
@@ -152,7 +150,7 @@ class RosSimLink(Transport):
     def _on_rx(self, frame: BleFrame) -> None:
         """Executor thread: a notification or a read answer from the virtual cube."""
         self._heard = True
-        self._peer_lost = False                 # a frame: mat_sim is alive
+        self._peer_lease.heard()                # a frame: mat_sim is alive
         if not self._open_flag:
             return                              # like a BLE stack: nothing arrives on a closed link
         self.frames_received += 1

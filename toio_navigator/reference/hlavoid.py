@@ -104,17 +104,7 @@ def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.n
                  prm: HLAvoidParams, r1: float):
     """Time-to-contact scan against other robots (§2.5). Returns per-ego combined results."""
     b, s = rads.shape
-    e = pairs.ego
-    # visibility (navigator-level margins): distance and relative angle
-    dpx = egos.x[e] - pairs.x          # ego − other
-    dpy = egos.y[e] - pairs.y
-    mag = np.sqrt(dpx * dpx + dpy * dpy)
-    rel = wrap(ang(pairs.x - egos.x[e], pairs.y - egos.y[e]) - egos.rad[e])
-    seen = (mag < prm.range + egos.avoid_margin[e] + pairs.avoid_margin) & (np.abs(rel) < prm.fov / 2)
-    if not np.all(seen):
-        idx = np.nonzero(seen)[0]
-        pairs = pairs.take(idx)
-        e, dpx, dpy, mag = pairs.ego, dpx[idx], dpy[idx], mag[idx]
+    pairs, e, dpx, dpy, mag = _visible(egos, pairs, prm)
     free_t = np.full((s, b), r1)        # (S, B): minimum over the non-colliding others
     if e.shape[0] == 0:
         return free_t.T, np.full((b, s), r1), np.ones((b, s)), np.zeros(b, dtype=bool)
@@ -184,6 +174,22 @@ def _scan_others(egos: EgoBatch, pairs: PairBatch, rads: np.ndarray, cos_r: np.n
     c_d = segment_min(dist_c, ce, b, r1)
     c_s = segment_min(safety, ce, b, 1.0)
     return free_t.T.copy(), c_d, c_s, segment_any(np.ones(ce.shape[0], dtype=bool), ce, b)
+
+
+def _visible(egos: EgoBatch, pairs: PairBatch, prm: HLAvoidParams):
+    """The pairs whose other robot the ego sees (navigator-level margins: distance and relative angle), with
+    their egos and the ego − other offsets and distances: (pairs, ego, dx, dy, distance)."""
+    e = pairs.ego
+    dpx = egos.x[e] - pairs.x          # ego − other
+    dpy = egos.y[e] - pairs.y
+    mag = np.sqrt(dpx * dpx + dpy * dpy)
+    rel = wrap(ang(pairs.x - egos.x[e], pairs.y - egos.y[e]) - egos.rad[e])
+    seen = (mag < prm.range + egos.avoid_margin[e] + pairs.avoid_margin) & (np.abs(rel) < prm.fov / 2)
+    if not np.all(seen):
+        idx = np.nonzero(seen)[0]
+        pairs = pairs.take(idx)
+        e, dpx, dpy, mag = pairs.ego, dpx[idx], dpy[idx], mag[idx]
+    return pairs, e, dpx, dpy, mag
 
 
 def _ttc_block(e, ux_t, uy_t, ovx, ovy, dpx2, dpy2, c4, prm: HLAvoidParams):

@@ -15,17 +15,18 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from toio_navigator.input_files import InputError, load_yaml, read_text
-from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir
+from toio_navigator.settings import arena_explorer, driver, mat_sim, navigator, virtual_ir, web_console
 from toio_navigator.settings.spec import ParamSet, SettingError
 
 #: every node of the package by executable name, with its parameters
 NODE_PARAMS: dict[str, ParamSet] = {
     'mat_sim': mat_sim.PARAMS, 'cube_driver': driver.PARAMS, 'navigator': navigator.PARAMS,
-    'arena_explorer': arena_explorer.PARAMS, 'virtual_ir': virtual_ir.PARAMS,
+    'arena_explorer': arena_explorer.PARAMS, 'virtual_ir': virtual_ir.PARAMS, 'web_console': web_console.PARAMS,
 }
 #: parameters every rclpy node has (not in our specs; ROS checks them)
 ROS_PARAMS = ('use_sim_time', 'start_type_description_service')
@@ -177,3 +178,29 @@ def _check_value(where: str, name: str, value, kinds: set[str]) -> None:
             NODE_PARAMS[kind][name].check(value)
         except SettingError as exc:
             raise ParamsError(f'{where}: {kind}: {exc}') from None
+
+
+def _section_pattern(key: str) -> re.Pattern:
+    """A section name as rcl matches it against a node's full name: '/**' any namespaces, '*' one name."""
+    parts = [t for t in str(key).strip().split('/') if t]
+    regex = ''.join('(?:/[^/]+)*' if t == '**' else '/[^/]+' if t == '*' else '/' + re.escape(t) for t in parts)
+    return re.compile(f'^{regex}$')
+
+
+def node_values(param_files: list[Path], instance: Instance) -> dict[str, object]:
+    """The parameters the files give one node (its sections and the wildcard ones that match it, later files and
+    later sections winning), as YAML reads them; files that cannot be read count as empty (the bringup's own
+    check reports them)."""
+    values: dict[str, object] = {}
+    for path in param_files:
+        try:
+            data = load_yaml(read_text(path, 'parameter file'), str(path)) or {}
+        except InputError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        for key, section in data.items():
+            params = section.get('ros__parameters') if isinstance(section, dict) else None
+            if isinstance(params, dict) and _section_pattern(key).match(instance.fqn):
+                values.update(dict(_flatten(params)))
+    return values

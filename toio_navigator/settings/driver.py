@@ -9,15 +9,19 @@ from typing import Callable
 
 from toio_navigator.cube import firmware
 from toio_navigator.cube import protocol as p
+from toio_navigator.cube.ble_adapters import ANY_ADAPTER, parse_adapters
+from toio_navigator.cube.ble_finder import ANY_CUBE, BleTarget
 from toio_navigator.cube.protocol import ID_ALWAYS, ID_BALANCED, ID_ON_CHANGE
 from toio_navigator.cube.transport import BackoffPolicy
-from toio_navigator.settings.spec import Param, ParamSet, SettingError, name_problem
+from toio_navigator.settings.spec import TEXTS, Param, ParamSet, SettingError, name_problem
 from toio_navigator.units import MOTOR_DEAD_ZONE, MOTOR_MAX, UNITS_PER_METRE
+
+__all__ = ['ANY_CUBE', 'PARAMS', 'ConfigError', 'DriverConfig']
 
 #: the driver's name for a bad parameter (older imports)
 ConfigError = SettingError
-#: ble_name for "any cube no other driver holds"
-ANY_CUBE = '*'
+#: BLE reconnect delays vary by this share, so drivers that failed together (one busy adapter) do not retry together
+RECONNECT_JITTER = 0.25
 
 _CONDITIONS = {'always': ID_ALWAYS, 'on_change': ID_ON_CHANGE, 'balanced': ID_BALANCED}
 _HOUR = 3600.0     # longest timeout or period that makes sense (a larger one would overflow the timers)
@@ -30,7 +34,9 @@ PARAMS = ParamSet(
                           'for any cube that no other driver holds; transport ble needs ble_name or ble_address'),
     Param('ble_address', '', 'BLE: MAC address (CoreBluetooth UUID on macOS); skips scanning when set (and beats '
                              'ble_name)'),
-    Param('ble_adapter', '', 'BLE: adapter, e.g. "hci1" ("" = default)'),
+    Param('ble_adapter', '', f'BLE: the adapter(s) to connect through: "hci1", a list ("hci0,hci1" or [hci0, hci1]: '
+                             f'the one with a free slot), "{ANY_ADAPTER}" (any adapter BlueZ offers); "" = the '
+                             'default (hci0)', kind=TEXTS),
     Param('ble_scan_timeout_s', 10.0, 'BLE: give up a scan after this long', low=0.0, low_open=True, high=_HOUR),
     Param('connect_timeout_s', 10.0, 'one connection attempt times out after this long', low=0.0, low_open=True,
           high=_HOUR),
@@ -91,7 +97,7 @@ class DriverConfig:
     transport: str
     ble_name: str
     ble_address: str
-    ble_adapter: str
+    ble_adapters: tuple[str, ...]
     ble_scan_timeout_s: float
     connect_timeout_s: float
     io_timeout_s: float
@@ -126,6 +132,16 @@ class DriverConfig:
     @property
     def base_frame(self) -> str:
         return f'{self.cube}/base_link'
+
+    @property
+    def ble_adapter(self) -> str:
+        """The adapters as one string ('' default, '*', 'hci0,hci1')."""
+        return ','.join(self.ble_adapters)
+
+    def ble_target(self) -> BleTarget:
+        """What the BLE finder looks for, and how."""
+        return BleTarget(self.ble_name, self.ble_address, self.ble_adapters, self.ble_scan_timeout_s, self.backoff,
+                         self.io_timeout_s)
 
     def configuration_writes(self, version: firmware.Version,
                              supports: Callable[[firmware.Feature], bool]) -> list[bytes]:
@@ -169,12 +185,17 @@ class DriverConfig:
               'transport ble needs to know which cube to drive, and neither ble_name nor ble_address is set: set '
               f'ble_name to the cube\'s 3-character id (e.g. "a1B"), ble_address to its address, or ble_name to '
               f'"{ANY_CUBE}" for any cube that no other driver holds')
+        try:
+            adapters = parse_adapters(v['ble_adapter'])
+        except ValueError as exc:
+            raise SettingError('ble_adapter', str(exc)) from None
         backoff = BackoffPolicy(initial_s=v['reconnect_initial_s'], max_delay_s=v['reconnect_max_s'],
                                 max_attempts=v['reconnect_max_attempts'] or None,
-                                connect_timeout_s=v['connect_timeout_s'])
+                                connect_timeout_s=v['connect_timeout_s'],
+                                jitter=RECONNECT_JITTER if v['transport'] == 'ble' else 0.0)
         return cls(
             cube=cube, transport=v['transport'], ble_name=v['ble_name'], ble_address=v['ble_address'],
-            ble_adapter=v['ble_adapter'], ble_scan_timeout_s=v['ble_scan_timeout_s'],
+            ble_adapters=adapters, ble_scan_timeout_s=v['ble_scan_timeout_s'],
             connect_timeout_s=v['connect_timeout_s'], io_timeout_s=v['io_timeout_s'], backoff=backoff,
             motor_duration_ms=v['motor_duration_ms'], expire_by_stamp=v['expire_by_stamp'],
             min_motor_interval_s=v['min_motor_interval_ms'] / 1000.0,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from toio_navigator.control.controller import MODES, SATURATIONS, NavigatorSettings, planner_names
 from toio_navigator.control.goals import GoalPolicy
+from toio_navigator.control.navigator_settings import MODES, SATURATIONS, NavigatorSettings, planner_names
 from toio_navigator.reference.params import CubeHandleParams, NavigatorParams
 from toio_navigator.settings.spec import FLOATS, STRINGS, Param, ParamSet, SettingError
 from toio_navigator.units import FRAME_ID, MOTOR_MAX

@@ -15,7 +15,10 @@ from typing import Iterator, Mapping
 
 BOOL, INT, FLOAT, STR, NAME = 'bool', 'int', 'float', 'str', 'name'
 STRINGS, FLOATS, INTS = 'strings', 'floats', 'ints'
+#: a string, or a list of strings (checked as the tuple of its strings: 'a' -> ('a',))
+TEXTS = 'texts'
 _KIND_TEXT = {BOOL: 'true or false', INT: 'an integer', FLOAT: 'a finite number', STR: 'a string',
+              TEXTS: 'a string or a list of strings',
               NAME: 'a cube name (letters, digits, _; not starting with a digit)',
               STRINGS: 'a non-empty list of unique cube names', FLOATS: 'a list of finite numbers',
               INTS: 'a list of integers'}
@@ -158,6 +161,11 @@ class Param:
             if self.choices and value not in self.choices:
                 self._fail(value)
             return value
+        if kind == TEXTS:
+            items = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
+            if items is None or not all(isinstance(v, str) for v in items):
+                self._fail(value)
+            return items
         if kind in (INT, FLOAT):
             number = _number(value, kind == INT)
             if number is None or not self._in_bounds(number):

@@ -95,6 +95,8 @@ class VirtualCube:
         self._subscriptions: dict[C, Deliver] = {}
         self._on_link_lost: Callable[[], None] | None = None
         self.settings = _Settings()
+        self.interval_1250us = firmware.params.actual_interval_1250us     # the link's, as 0x32 answers it
+        self.on_interval_request: Callable[[int, int], None] | None = None   # the central hears a 0x30 request
 
     # ------------------------------------------------------------------------- link
     def connect(self, on_link_lost: Callable[[], None] | None = None) -> None:
@@ -119,6 +121,13 @@ class VirtualCube:
         self._on_link_lost = None
         self.settings = _Settings()
         self.firmware._on_disconnect(self.index)
+
+    def interval_changed(self, interval_1250us: int) -> None:
+        """The central changed the link's connection interval; from v2.5.0 the cube says so unasked (0xB2)."""
+        if interval_1250us != self.interval_1250us:
+            self.interval_1250us = interval_1250us
+            if self.connected and self.firmware.version >= (2, 5, 0):
+                self.firmware._config_reply(self.index, pr.CurrentConnectionInterval(interval_1250us).encode())
 
     def drop_link(self) -> None:
         """Simulate a lost radio link (out of range, interference): like disconnect, and the central is told."""
@@ -345,11 +354,13 @@ class VirtualCubes:
             s.serialized = tuple(v)  # type: ignore[assignment]  (accepted; 0xF0 is not generated)
         elif kind == 0x30:
             s.requested_interval = tuple(v)  # type: ignore[assignment]
+            if cube.on_interval_request is not None:
+                cube.on_interval_request(*v)
         elif kind == 0x31:
             self._config_reply(i, pr.RequestedConnectionInterval(*s.requested_interval).encode())
             return
         elif kind == 0x32:
-            self._config_reply(i, pr.CurrentConnectionInterval(self.params.actual_interval_1250us).encode())
+            self._config_reply(i, pr.CurrentConnectionInterval(cube.interval_1250us).encode())
             return
         elif kind in (0x33, 0x0F):
             result = 0 if self.world.button[i] else 1   # savable settings need the button held

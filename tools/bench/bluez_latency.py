@@ -12,8 +12,8 @@ stamped in this process (the firmware runs here), so one clock measures both end
 * ble: real bleak in the driver, D-Bus through a private dbus-daemon, the virtual BlueZ, transport "ble".
 
 Positions are sent every 200 ms (so rounds do not overlap) and motor writes are not coalesced. Prints medians,
-p90 and the ratio ble / sim. The virtual BlueZ answers at once: air time (connection intervals, 7.5-100 ms per
-write on a real link) is not in these numbers.
+p90 and the ratio ble / sim. The ble link carries the virtual BlueZ's air (a 30 ms connection interval: a
+notification and a write each wait for the link's next event) without its random faults; the sim link has none.
 Usage: python tools/bench/bluez_latency.py [--rounds 40]
 """
 from __future__ import annotations
@@ -38,6 +38,7 @@ from toio_navigator.msg import CubeState, MotorCommand
 from toio_navigator.nodes.mat_sim import MatSimNode
 from toio_navigator.sim.bluez.bus import find_dbus_daemon
 from toio_navigator.sim.bluez.host import BluezHost
+from toio_navigator.sim.bluez.radio import RadioParams
 
 ROUND_S = 0.2
 DRIVER = {'id_notify_interval_ms': 200, 'id_notify_condition': 'always', 'min_motor_interval_ms': 0,
@@ -104,7 +105,7 @@ def measure(transport: str, rounds: int) -> list[float]:
         stamps = Stamps(sim.firmware[0])
         command = driver_command('sim')
     else:
-        host = BluezHost([POSE])
+        host = BluezHost([POSE], radio=RadioParams().calm())
         stamps = Stamps(host.firmware[0])
         host.start()
         env = host.environment(env)

@@ -36,7 +36,7 @@ from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.control.controller import NavigatorSettings  # noqa: E402
+from toio_navigator.control.navigator_settings import NavigatorSettings  # noqa: E402
 from toio_navigator.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
 from toio_navigator.planners.coordinated.planner import CoordinatedParams  # noqa: E402
 

@@ -24,7 +24,7 @@ from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine, se
 from toio_navigator.bench.scenarios import load_scenarios
 from toio_navigator.bench.trial.profiles import PROFILES, get_profile
 from toio_navigator.bench.trial.runner import navigator_setup, place, run_trial
-from toio_navigator.control.controller import planner_names
+from toio_navigator.control.navigator_settings import planner_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,8 @@ from toio_navigator.bench.trial.link import (
     PositionFeed,
 )
 from toio_navigator.bench.trial.profiles import TimingProfile, streams
-from toio_navigator.control.controller import LINK_CONNECTED, TOWARDS, SwarmController
+from toio_navigator.control.controller import LINK_CONNECTED, SwarmController
+from toio_navigator.control.goals import TOWARDS
 from toio_navigator.cube import protocol as pr
 from toio_navigator.settings.driver import PARAMS as DRIVER_PARAMS
 from toio_navigator.sim.mats import Mat

@@ -61,8 +61,10 @@ class BluezHost:
     """N virtual cubes on a mat, served as BLE devices by a virtual BlueZ on a private system bus.
 
     ``poses``: (N, 3) x, y (mat units), heading (rad, clockwise). ``bus_dir`` fixes the bus socket's directory
-    (the address then survives restarts). Extra keyword arguments go to :class:`VirtualBluez`. Attach world
-    listeners (e.g. a contact tracker) before :meth:`start`.
+    (the address then survives restarts). Extra keyword arguments go to :class:`VirtualBluez` (``radio``: the
+    adapters and the air, :class:`~toio_navigator.sim.bluez.radio.RadioParams`; its defaults include random link
+    aborts and failed attempts, ``RadioParams().calm()`` has none). Attach world listeners (e.g. a contact
+    tracker) before :meth:`start`.
     """
 
     def __init__(self, poses: Sequence[Sequence[float]] | np.ndarray, *, mat: str = 'collection',

@@ -7,7 +7,8 @@ annotated with its D-Bus signature (``typing.Annotated`` with dbus-fast's ``DBus
 The standard interfaces (ObjectManager.GetManagedObjects, InterfacesAdded/Removed, Properties, Introspectable)
 come from dbus-fast's own MessageBus.
 """
-from typing import Annotated
+import asyncio
+from typing import Annotated, Awaitable, TypeVar
 
 from dbus_fast import DBusError, Variant
 from dbus_fast.annotations import (
@@ -25,6 +26,7 @@ from dbus_fast.service import PropertyAccess, ServiceInterface, dbus_method, dbu
 from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Property
 from toio_navigator.cube.protocol import Characteristic as Char  # GattDescriptor1 has a property named Characteristic
 
+T = TypeVar('T')
 StringList = Annotated[list[str], DBusSignature('as')]
 PathList = Annotated[list[str], DBusSignature('ao')]
 ManufacturerDict = Annotated[dict[int, Variant], DBusSignature('a{qv}')]
@@ -54,16 +56,31 @@ def bluez_error(name: str, text: str) -> DBusError:
     return DBusError(ERROR + name, text)
 
 
-class Adapter(ServiceInterface):
-    """org.bluez.Adapter1 of the one virtual adapter."""
+async def answered(bluez, work: Awaitable[T]) -> T:
+    """The result of a method that waits (for the air, an attempt), or no answer at all when the service that
+    was asked stopped or crashed meanwhile (its bus is gone; BlueZ would not answer either)."""
+    bus = bluez.bus
+    try:
+        result = await work
+    except DBusError:
+        if bluez.bus is not bus or not bluez.running:
+            raise asyncio.CancelledError() from None
+        raise
+    if bluez.bus is not bus or not bluez.running:
+        raise asyncio.CancelledError()
+    return result
 
-    def __init__(self, bluez) -> None:
+
+class Adapter(ServiceInterface):
+    """org.bluez.Adapter1 of one virtual adapter (:class:`~toio_navigator.sim.bluez.adapter.VirtualAdapter`)."""
+
+    def __init__(self, adapter) -> None:
         super().__init__('org.bluez.Adapter1')
-        self._bluez = bluez
+        self._bluez = adapter
 
     @dbus_property(access=PropertyAccess.READ)
     def Address(self) -> DBusStr:
-        return self._bluez.adapter_address
+        return self._bluez.address
 
     @dbus_property(access=PropertyAccess.READ)
     def AddressType(self) -> DBusStr:
@@ -71,11 +88,11 @@ class Adapter(ServiceInterface):
 
     @dbus_property(access=PropertyAccess.READ)
     def Name(self) -> DBusStr:
-        return self._bluez.adapter_name
+        return f'virtual {self._bluez.name}'
 
     @dbus_property(access=PropertyAccess.READ)
     def Alias(self) -> DBusStr:
-        return self._bluez.adapter_name
+        return f'virtual {self._bluez.name}'
 
     @dbus_property(access=PropertyAccess.READ)
     def Powered(self) -> DBusBool:
@@ -119,7 +136,7 @@ class Adapter(ServiceInterface):
 
     @dbus_method()
     async def RemoveDevice(self, device: DBusObjectPath):
-        await self._bluez.remove_device(device)
+        await answered(self._bluez.bluez, self._bluez.remove_device(device))
 
 
 class Device(ServiceInterface):
@@ -199,11 +216,11 @@ class Device(ServiceInterface):
 
     @dbus_method()
     async def Connect(self):
-        await self._link.connect()
+        await answered(self._link.bluez, self._link.connect())
 
     @dbus_method()
     async def Disconnect(self):
-        await self._link.disconnect()
+        await answered(self._link.bluez, self._link.disconnect())
 
 
 class GattService(ServiceInterface):
@@ -271,18 +288,19 @@ class GattCharacteristic(ServiceInterface):
         return self._link.mtu
 
     @dbus_method()
-    def ReadValue(self, options: DBusDict) -> DBusBytes:
-        self.value = self._link.read(self.char)
+    async def ReadValue(self, options: DBusDict) -> DBusBytes:
+        self.value = await answered(self._link.bluez, self._link.read(self.char))
         return self.value
 
     @dbus_method()
-    def WriteValue(self, value: DBusBytes, options: DBusDict):
+    async def WriteValue(self, value: DBusBytes, options: DBusDict):
         kind = options.get('type')
-        self._link.write(self.char, bytes(value), None if kind is None else str(kind.value))
+        await answered(self._link.bluez, self._link.write(self.char, bytes(value),
+                                                           None if kind is None else str(kind.value)))
 
     @dbus_method()
-    def StartNotify(self):
-        self._link.start_notify(self.char)
+    async def StartNotify(self):
+        await answered(self._link.bluez, self._link.start_notify(self.char))
 
     @dbus_method()
     def StopNotify(self):

@@ -1,20 +1,21 @@
-"""The virtual BlueZ: ``org.bluez`` on a D-Bus bus, one adapter whose devices are the virtual cubes of a World.
+"""The virtual BlueZ: ``org.bluez`` on a D-Bus bus, adapters whose devices are the virtual cubes of a World.
 
-It implements what bleak's BlueZ backend uses, with BlueZ's rules where a client could notice them:
+It implements what bleak's BlueZ backend uses, with BlueZ's rules where a client could notice them, and the air
+of a real radio (:mod:`toio_navigator.sim.bluez.radio`):
 
-* discovery is a session per D-Bus client (``SetDiscoveryFilter``, ``StartDiscovery``, ``StopDiscovery``); a
-  client that starts a second one gets ``org.bluez.Error.InProgress``; a session ends when its client leaves the
-  bus. While any session runs, every advertising cube that passes a session's filter (UUIDs, RSSI, Transport,
-  Pattern) is announced: a new ``Device1`` (InterfacesAdded) or an RSSI change (PropertiesChanged), every
-  ``advertise_period_s``. A device not seen for ``temporary_timeout_s`` and not connected is removed again.
-* a cube advertises while it is powered, in range and not connected (a connected cube does not advertise).
-* ``Device1.Connect`` connects the cube's firmware, sets ``Connected``, exports the GATT objects (the toio
-  service, its eight characteristics with their flags and handles, a CCCD for each notifying one) and sets
-  ``ServicesResolved`` ``resolve_delay_s`` later. ``Disconnect``, a lost radio link (:meth:`vanish`) or the
-  cube powering off undo it. A client leaving the bus does *not* disconnect its devices (BlueZ does not either).
+* adapters ``/org/bluez/hci0``, ``hci1``, ... each with its connection slots, its discovery sessions and its one
+  connection attempt at a time (:mod:`toio_navigator.sim.bluez.adapter`); every adapter hears every cube in
+  range, and each has its own ``Device1`` object for a cube it heard;
+* a cube advertises while it is powered, in range and not connected (a connected cube does not advertise), so a
+  cube linked through one adapter is invisible to every scan;
+* ``Device1.Connect`` links the cube's firmware through the device's adapter, sets ``Connected``, exports the GATT
+  objects (the toio service, its eight characteristics with their flags and handles, a CCCD for each notifying
+  one) and sets ``ServicesResolved`` once GATT discovery has taken its connection events. ``Disconnect``, a lost
+  radio link (:meth:`VirtualBluez.vanish`), an abort or the cube powering off undo it. A client leaving the bus
+  does *not* disconnect its devices (BlueZ does not either);
 * ``ReadValue``/``WriteValue`` (type ``request`` or ``command``, checked against the flags), ``StartNotify``/
-  ``StopNotify`` per client (the cube sends notifications while at least one client listens; each arrives as a
-  ``PropertiesChanged`` of ``Value``). Every write is logged with its type in :attr:`CubeLink.writes`.
+  ``StopNotify`` per client, all carried at the link's connection events (:mod:`toio_navigator.sim.bluez.link`);
+  every write is logged with its type and arrival time in :attr:`CubeRadio.writes`;
 * :meth:`kill` drops the service off the bus with no goodbye (a crashed bluetoothd); the cubes notice the lost
   link only after ``link_timeout_s`` (the LE supervision timeout) and keep running their last command until then.
   :meth:`start` again is a restarted bluetoothd: it knows no devices until a discovery finds them.
@@ -27,24 +28,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
-from dataclasses import dataclass
 
-from dbus_fast import BusType, Message, MessageType, Variant
+from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 from dbus_fast.constants import NameFlag, RequestNameReply
 
-from toio_navigator.cube.protocol import PROPERTIES, SERVICE_UUID, Characteristic, Property, parse_version
-from toio_navigator.sim.bluez import objects
-from toio_navigator.sim.bluez.objects import CHAR_HANDLES, SERVICE_HANDLE, bluez_error
-from toio_navigator.sim.virtual_cube import VirtualCube, VirtualCubes
+from toio_navigator.cube.protocol import parse_version
+from toio_navigator.sim.bluez.adapter import VirtualAdapter
+from toio_navigator.sim.bluez.link import CubeRadio, Write
+from toio_navigator.sim.bluez.radio import Faults, RadioParams
+from toio_navigator.sim.virtual_cube import VirtualCubes
+
+__all__ = ['BLUEZ_NAME', 'LE_SUPERVISION_TIMEOUT_S', 'VirtualBluez', 'Write', 'advertised_name']
 
 _log = logging.getLogger(__name__)
 
 BLUEZ_NAME = 'org.bluez'
 #: Linux's default LE supervision timeout (42 x 10 ms): how long a cube keeps a link whose central went silent
 LE_SUPERVISION_TIMEOUT_S = 0.42
-_FILTER_KEYS = {'UUIDs', 'RSSI', 'Pathloss', 'Transport', 'DuplicateData', 'Discoverable', 'Pattern'}
 _NAME_OWNER_RULE = ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
                     "member='NameOwnerChanged'")
 
@@ -61,235 +62,78 @@ def advertised_name(cube_name: str, version: str) -> str:
     return 'toio Core Cube'
 
 
-@dataclass(frozen=True)
-class Write:
-    """A write that reached the cube: when (time.monotonic()), where, what, and its type."""
-    time: float
-    char: Characteristic
-    data: bytes
-    kind: str               # 'request' (with response) or 'command' (without)
+class _PatientSocket:
+    """A bus socket whose full send buffer means "write later", not a dead bus: dbus-fast (5.2) takes the
+    BlockingIOError of a non-blocking send as fatal, and a burst of notifications (16 cubes at one connection
+    event) fills the buffer while dbus-daemon is busy."""
 
+    def __init__(self, sock) -> None:
+        self._sock = sock
 
-class CubeLink:
-    """BlueZ's view of one virtual cube: its Device1 and GATT objects, the connection and the notify sessions."""
-
-    def __init__(self, bluez: 'VirtualBluez', cube: VirtualCube, name: str) -> None:
-        self.bluez, self.cube, self.name = bluez, cube, name
-        self.address = cube.address
-        self.adapter_path = bluez.adapter_path
-        self.path = f'{bluez.adapter_path}/dev_{self.address.replace(":", "_")}'
-        self.service_path = f'{self.path}/service{SERVICE_HANDLE:04x}'
-        self.in_range = True
-        self.connected = False
-        self.resolved = False
-        self.rssi = -50
-        self.mtu = 23
-        self.last_seen = -float('inf')
-        self.device: objects.Device | None = None
-        self.chars: dict[Characteristic, objects.GattCharacteristic] = {}
-        self._gatt: list[tuple[str, object]] = []
-        self._notify: dict[Characteristic, set[str]] = {}
-        self._resolving: asyncio.TimerHandle | None = None
-        self.writes: deque[Write] = deque(maxlen=20000)
-        self.connects = 0
-
-    @property
-    def advertising(self) -> bool:
-        return self.in_range and self.cube.powered and not self.cube.connected
-
-    # ------------------------------------------------------------------------------------ Device1
-    async def connect(self) -> None:
-        if self.connected:
-            return
-        if not self.advertising:
-            # the controller listens for the cube's advert for a while, then gives up
-            await asyncio.sleep(self.bluez.connect_fail_s)
-            raise bluez_error('Failed', f'{self.name}: no answer (not advertising)')
+    def send(self, data) -> int:
         try:
-            self.cube.connect(on_link_lost=self._on_link_lost)
-        except ConnectionRefusedError as exc:
-            raise bluez_error('Failed', str(exc)) from None
-        self.connects += 1
-        self.connected = True
-        self.device.emit_properties_changed({'Connected': True})
-        self._export_gatt()
-        self._resolving = asyncio.get_running_loop().call_later(self.bluez.resolve_delay_s, self._resolve)
+            return self._sock.send(data)
+        except BlockingIOError:
+            return 0            # nothing written: the writer waits until the socket is writable again
 
-    def _resolve(self) -> None:
-        self._resolving = None
-        if self.connected and self.bluez.running:
-            self.resolved = True
-            self.device.emit_properties_changed({'ServicesResolved': True})
+    def sendmsg(self, buffers, ancdata=()) -> int:
+        try:
+            return self._sock.sendmsg(buffers, ancdata)
+        except BlockingIOError:
+            return 0
 
-    async def disconnect(self) -> None:
-        if self.connected:
-            self.cube.disconnect()
-            self._drop(announce=True)
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
 
-    def _on_link_lost(self) -> None:
-        """The firmware lost the radio link (out of range, powered off, supervision timeout)."""
-        if self.connected:
-            self._drop(announce=self.bluez.running)
 
-    def _drop(self, announce: bool) -> None:
-        """BlueZ's side of a disconnect: services gone, Connected false, GATT objects removed."""
-        if self._resolving is not None:
-            self._resolving.cancel()
-            self._resolving = None
-        self.connected = self.resolved = False
-        self._notify.clear()
-        if announce and self.device is not None:
-            self.device.emit_properties_changed({'ServicesResolved': False, 'Connected': False})
-        self._unexport_gatt(announce)
-        self.last_seen = time.monotonic()      # BlueZ counts a device's temporary time from its disconnect
-
-    # ------------------------------------------------------------------------------------ GATT
-    def _require_connected(self) -> None:
-        if not self.connected:
-            raise bluez_error('Failed', 'Not connected')
-
-    def read(self, char: Characteristic) -> bytes:
-        self._require_connected()
-        if not PROPERTIES[char] & Property.READ:
-            raise bluez_error('NotPermitted', 'Read not permitted')
-        return self.cube.read(char)
-
-    def write(self, char: Characteristic, data: bytes, kind: str | None) -> None:
-        """BlueZ's choice of write: type 'request' -> write request, 'command' -> write command (only where the
-        characteristic allows it), no type -> a request where allowed, else a command."""
-        self._require_connected()
-        props = PROPERTIES[char]
-        if kind is None:
-            kind = 'request' if props & Property.WRITE else 'command'
-        if kind == 'request':
-            if not props & Property.WRITE:
-                raise bluez_error('NotPermitted', 'Write not permitted')   # the cube's ATT error
-        elif kind == 'command':
-            if not props & Property.WRITE_WITHOUT_RESPONSE:
-                raise bluez_error('NotSupported', 'Operation is not supported')
-        else:
-            raise bluez_error('InvalidArguments', f'unknown write type {kind!r}')
-        self.writes.append(Write(time.monotonic(), char, data, kind))
-        self.cube.write(char, data)     # malformed bytes are dropped by the firmware, as a real cube does
-
-    def notify_sessions(self, char: Characteristic) -> set[str]:
-        return self._notify.get(char, set())
-
-    def start_notify(self, char: Characteristic) -> None:
-        self._require_connected()
-        if not PROPERTIES[char] & Property.NOTIFY:
-            raise bluez_error('NotSupported', 'Operation is not supported')
-        sender = self.bluez.caller
-        sessions = self._notify.setdefault(char, set())
-        if sender in sessions:
-            raise bluez_error('InProgress', 'Operation already in progress')
-        sessions.add(sender)
-        if len(sessions) == 1:          # the first listener: BlueZ writes the CCCD, the cube starts notifying
-            gatt = self.chars[char]
-            self.cube.subscribe(char, lambda data: self._notified(gatt, data))
-            gatt.emit_properties_changed({'Notifying': True})
-
-    def stop_notify(self, char: Characteristic) -> None:
-        self._require_connected()
-        sessions = self._notify.get(char, set())
-        if self.bluez.caller not in sessions:
-            raise bluez_error('Failed', 'No notify session started')
-        self._end_notify(char, self.bluez.caller)
-
-    def _end_notify(self, char: Characteristic, sender: str) -> None:
-        sessions = self._notify.get(char, set())
-        sessions.discard(sender)
-        if not sessions:
-            self.cube.unsubscribe(char)
-            if self.connected and char in self.chars:
-                self.chars[char].emit_properties_changed({'Notifying': False})
-
-    def client_left(self, sender: str) -> None:
-        for char in [c for c, s in self._notify.items() if sender in s]:
-            self._end_notify(char, sender)
-
-    def _notified(self, gatt: objects.GattCharacteristic, data: bytes) -> None:
-        if self.bluez.running and self.connected:
-            try:
-                gatt.notified(data)
-            except Exception as exc:    # runs inside the world's step: a dying bus must not stop the world
-                _log.debug('notification of %s not sent: %s', self.name, exc)
-
-    # ------------------------------------------------------------------------------------ export
-    def _export_gatt(self) -> None:
-        bus = self.bluez.bus
-        self._gatt = [(self.service_path, objects.GattService(self))]
-        self.chars = {}
-        for char, handle in CHAR_HANDLES.items():
-            path = f'{self.service_path}/char{handle:04x}'
-            gatt = objects.GattCharacteristic(self, char)
-            self.chars[char] = gatt
-            self._gatt.append((path, gatt))
-            if PROPERTIES[char] & Property.NOTIFY:
-                self._gatt.append((f'{path}/desc{handle + 2:04x}', objects.GattDescriptor(self, char, path)))
-        for path, interface in self._gatt:
-            bus.export(path, interface)
-            self.bluez.exported.add(path)
-
-    def _unexport_gatt(self, announce: bool) -> None:
-        for path, _interface in reversed(self._gatt):
-            if announce:
-                self.bluez.bus.unexport(path)
-            self.bluez.exported.discard(path)
-        self._gatt, self.chars = [], {}
-
-    def export_device(self) -> None:
-        self.device = objects.Device(self)
-        self.bluez.bus.export(self.path, self.device)
-        self.bluez.exported.add(self.path)
-
-    def remove_device(self, announce: bool = True) -> None:
-        if self.device is not None:
-            if announce:
-                self.bluez.bus.unexport(self.path)
-            self.bluez.exported.discard(self.path)
-            self.device = None
-
-    def forget(self) -> None:
-        """A dead BlueZ's state is gone; nothing is announced (nobody is there to announce it)."""
-        self._drop(announce=False)
-        self.device = None
+def _patient(bus: MessageBus) -> None:
+    # dbus-fast's writer keeps the socket in a private attribute; this is the one place that reaches it
+    writer = getattr(bus, '_writer', None)
+    if writer is not None and hasattr(writer, 'sock'):
+        writer.sock = _PatientSocket(writer.sock)
 
 
 class VirtualBluez:
-    """``org.bluez`` for the cubes of ``firmware``. Run :meth:`start` on the asyncio loop that drives them."""
+    """``org.bluez`` for the cubes of ``firmware``. Run :meth:`start` on the asyncio loop that drives them.
 
-    def __init__(self, firmware: VirtualCubes, *, adapter: str = 'hci0', adapter_address: str = '00:00:5E:00:53:01',
-                 resolve_delay_s: float = 0.05, advertise_period_s: float = 0.1, temporary_timeout_s: float = 30.0,
-                 connect_fail_s: float = 1.0) -> None:
-        for name, value in (('resolve_delay_s', resolve_delay_s), ('advertise_period_s', advertise_period_s),
-                            ('temporary_timeout_s', temporary_timeout_s), ('connect_fail_s', connect_fail_s)):
+    ``radio``: the adapters and the air (default: one adapter hci0 with 7 slots and the model's default faults).
+    """
+
+    def __init__(self, firmware: VirtualCubes, *, radio: RadioParams | None = None, advertise_period_s: float = 0.1,
+                 temporary_timeout_s: float = 30.0) -> None:
+        for name, value in (('advertise_period_s', advertise_period_s), ('temporary_timeout_s', temporary_timeout_s)):
             if not value >= 0:
                 raise ValueError(f'{name} must be >= 0, got {value}')
         self.firmware = firmware
-        self.adapter_path = f'/org/bluez/{adapter}'
-        self.adapter_name = f'virtual {adapter}'
-        self.adapter_address = adapter_address
-        self.resolve_delay_s, self.advertise_period_s = resolve_delay_s, max(advertise_period_s, 0.01)
-        self.temporary_timeout_s, self.connect_fail_s = temporary_timeout_s, connect_fail_s
+        self.radio = radio or RadioParams()
+        self.faults = Faults(self.radio)
+        self.advertise_period_s = max(advertise_period_s, 0.01)
+        self.temporary_timeout_s = temporary_timeout_s
         version = firmware.params.version
-        self.links = [CubeLink(self, cube, advertised_name(cube.name, version)) for cube in firmware.cubes]
+        #: one per cube, in the world's order
+        self.links = [CubeRadio(i, cube, advertised_name(cube.name, version)) for i, cube in enumerate(firmware.cubes)]
+        self.adapters = [VirtualAdapter(self, k, spec, self.radio, self.links)
+                         for k, spec in enumerate(self.radio.adapters)]
         self.bus: MessageBus | None = None
         self.running = False
         self.caller = ''                # the sender of the method call being handled (see _on_message)
         self.exported: set[str] = set()
-        self._sessions: dict[str, dict] = {}     # discovering client -> its filter
-        self._filters: dict[str, dict] = {}      # filters set by clients not (yet) discovering
-        self._adapter: objects.Adapter | None = None
-        self._radio: asyncio.Task | None = None
+        self._advertising: asyncio.Task | None = None
         self._link_timeouts: list[asyncio.TimerHandle] = []
 
     @property
-    def discovering(self) -> bool:
-        return bool(self._sessions)
+    def adapter_path(self) -> str:
+        """The first adapter's object path (the default adapter of a client that names none)."""
+        return self.adapters[0].path
 
-    def link(self, name_or_address: str) -> CubeLink:
-        """The link of the cube whose address is this or whose name contains this (a 3-character id)."""
+    def adapter(self, name: str) -> VirtualAdapter:
+        for adapter in self.adapters:
+            if adapter.name == name:
+                return adapter
+        raise KeyError(f'no virtual adapter {name!r}')
+
+    def link(self, name_or_address: str) -> CubeRadio:
+        """The cube whose address is this or whose name contains this (a 3-character id)."""
         for link in self.links:
             if name_or_address and (name_or_address.upper() == link.address or name_or_address in link.name):
                 return link
@@ -297,8 +141,8 @@ class VirtualBluez:
 
     # ------------------------------------------------------------------------------------ life cycle
     async def start(self, bus_address: str) -> None:
-        """Connect to the bus, export the adapter and take the name org.bluez. A restarted BlueZ knows no device
-        and resets the controller: links a killed predecessor left to the cubes are dropped now."""
+        """Connect to the bus, export the adapters and take the name org.bluez. A restarted BlueZ knows no device
+        and resets the controllers: links a killed predecessor left to the cubes are dropped now."""
         if self.running:
             return
         for handle in self._link_timeouts:
@@ -308,6 +152,7 @@ class VirtualBluez:
             if link.cube.connected:
                 link.cube.disconnect()
         bus = await MessageBus(bus_address=bus_address, bus_type=BusType.SYSTEM).connect()
+        _patient(bus)
         self.bus = bus
         # the message handler runs before dbus-fast dispatches a call: it tells the methods who is calling
         bus.add_message_handler(self._on_message)
@@ -315,15 +160,15 @@ class VirtualBluez:
                                interface='org.freedesktop.DBus', member='AddMatch', signature='s',
                                body=[_NAME_OWNER_RULE]))
         self.running = True
-        self._adapter = objects.Adapter(self)
-        bus.export(self.adapter_path, self._adapter)
-        self.exported.add(self.adapter_path)
+        for adapter in self.adapters:
+            adapter.reset()
+            adapter.export()
         reply = await bus.request_name(BLUEZ_NAME, NameFlag.DO_NOT_QUEUE)
         if reply not in (RequestNameReply.PRIMARY_OWNER, RequestNameReply.ALREADY_OWNER):
             self.kill(0.0)
             raise RuntimeError(f'{BLUEZ_NAME} is already owned on {bus_address}: another BlueZ runs on that bus')
         loop = asyncio.get_running_loop()
-        self._radio = loop.create_task(self._advertise())
+        self._advertising = loop.create_task(self._advertise())
         loop.create_task(self._watch_bus(bus))
 
     async def _watch_bus(self, bus: MessageBus) -> None:
@@ -340,12 +185,12 @@ class VirtualBluez:
         name is released."""
         if not self.running:
             return
-        for link in self.links:
-            if link.connected:
-                await link.disconnect()
-            link.remove_device()
-        self.bus.unexport(self.adapter_path)
-        self.exported.discard(self.adapter_path)
+        for adapter in self.adapters:
+            for link in adapter.devices:
+                if link.connected:
+                    await link.disconnect()
+                link.remove_device()
+            adapter.unexport()
         await self.bus.release_name(BLUEZ_NAME)
         self._close()
 
@@ -355,19 +200,21 @@ class VirtualBluez:
         if not self.running:
             return
         loop = asyncio.get_running_loop()
-        for link in self.links:
-            link.forget()
-            if link.cube.connected:
-                self._link_timeouts.append(loop.call_later(link_timeout_s, link.cube.drop_link))
+        for adapter in self.adapters:
+            for link in adapter.devices:
+                link.forget()
+        for radio in self.links:
+            if radio.cube.connected:
+                self._link_timeouts.append(loop.call_later(link_timeout_s, radio.cube.drop_link))
         self._close()
 
     def _close(self) -> None:
         self.running = False
-        if self._radio is not None:
-            self._radio.cancel()
-            self._radio = None
-        self._sessions.clear()
-        self._filters.clear()
+        if self._advertising is not None:
+            self._advertising.cancel()
+            self._advertising = None
+        for adapter in self.adapters:
+            adapter.reset()
         self.exported.clear()
         bus, self.bus = self.bus, None
         if bus is not None:
@@ -376,13 +223,15 @@ class VirtualBluez:
     # ------------------------------------------------------------------------------------ radio
     def vanish(self, index: int, remove: bool = True) -> None:
         """Cube ``index`` goes out of range: its link drops (the central sees Connected false), it is no longer
-        heard, and with ``remove`` BlueZ forgets it at once (otherwise after ``temporary_timeout_s``)."""
-        link = self.links[index]
-        link.in_range = False
-        if link.cube.connected:
-            link.cube.drop_link()
+        heard, and with ``remove`` BlueZ forgets it at once on every adapter (otherwise after
+        ``temporary_timeout_s``)."""
+        radio = self.links[index]
+        radio.in_range = False
+        if radio.cube.connected:
+            radio.cube.drop_link()
         if remove and self.running:
-            link.remove_device()
+            for adapter in self.adapters:
+                adapter.devices[index].remove_device()
 
     def reappear(self, index: int) -> None:
         """Cube ``index`` is back in range: it advertises again while not connected."""
@@ -393,84 +242,20 @@ class VirtualBluez:
         while True:
             now = time.monotonic()
             try:
-                for link in self.links:
-                    if link.advertising and self._sessions and self._wanted(link):
-                        self._announce(link, count)
-                    elif link.device is not None and not link.connected \
-                            and now - link.last_seen > self.temporary_timeout_s:
-                        link.remove_device()       # a temporary device BlueZ has not heard from for a while
+                for adapter in self.adapters:
+                    adapter.advertise_round(count, now)
             except Exception as exc:           # a dying bus: _watch_bus ends this task
                 _log.debug('advertising round failed: %s', exc)
             count += 1
             await asyncio.sleep(self.advertise_period_s)
 
-    def _announce(self, link: CubeLink, count: int) -> None:
-        link.last_seen = time.monotonic()
-        link.rssi = -50 - count % 3         # a changing RSSI is what tells clients an advert arrived
-        if link.device is None:
-            link.export_device()            # InterfacesAdded: a new device
-        else:
-            link.device.emit_properties_changed({'RSSI': link.rssi})
-
-    def _wanted(self, link: CubeLink) -> bool:
-        for rules in self._sessions.values():
-            uuids = [u.lower() for u in rules.get('UUIDs', [])]
-            if uuids and SERVICE_UUID not in uuids:
-                continue
-            if rules.get('Transport', 'auto') == 'bredr' or link.rssi < rules.get('RSSI', -127):
-                continue
-            pattern = rules.get('Pattern', '')
-            if pattern and not (link.address.startswith(pattern) or link.name.startswith(pattern)):
-                continue
-            return True
-        return False
-
-    # ------------------------------------------------------------------------------------ Adapter1
-    def set_discovery_filter(self, properties: dict[str, Variant]) -> None:
-        unknown = set(properties) - _FILTER_KEYS
-        if unknown:
-            raise bluez_error('InvalidArguments', f'Invalid arguments in method call: {", ".join(sorted(unknown))}')
-        rules = {key: variant.value for key, variant in properties.items()}
-        if self.caller in self._sessions:
-            self._sessions[self.caller] = rules
-        else:
-            self._filters[self.caller] = rules
-
-    def start_discovery(self) -> None:
-        if self.caller in self._sessions:
-            raise bluez_error('InProgress', 'Operation already in progress')
-        first = not self._sessions
-        self._sessions[self.caller] = self._filters.pop(self.caller, {})
-        if first:
-            self._adapter.emit_properties_changed({'Discovering': True})
-        for link in self.links:             # the first adverts are heard right away
-            if link.advertising and self._wanted(link):
-                self._announce(link, 0)
-
-    def stop_discovery(self) -> None:
-        if self.caller not in self._sessions:
-            raise bluez_error('Failed', 'No discovery started')
-        self._end_discovery(self.caller)
-
-    def _end_discovery(self, sender: str) -> None:
-        if self._sessions.pop(sender, None) is not None and not self._sessions:
-            self._adapter.emit_properties_changed({'Discovering': False})
-
-    async def remove_device(self, path: str) -> None:
-        for link in self.links:
-            if link.path == path and link.device is not None:
-                await link.disconnect()
-                link.remove_device()
-                return
-        raise bluez_error('DoesNotExist', 'Does Not Exist')
-
     # ------------------------------------------------------------------------------------ bus messages
     def _on_message(self, msg: Message):
         if msg.message_type is MessageType.METHOD_CALL:
             self.caller = msg.sender or ''
-            if msg.path and msg.path.startswith(self.adapter_path) and msg.path not in self.exported \
+            if msg.path and msg.path.startswith('/org/bluez/') and msg.path not in self.exported \
                     and not (msg.interface or '').startswith('org.freedesktop.DBus.'):
-                # BlueZ's answer for a device (or attribute) it does not know (any more)
+                # BlueZ's answer for an adapter, a device (or attribute) it does not know (any more)
                 return Message.new_error(msg, 'org.freedesktop.DBus.Error.UnknownObject',
                                          f'Method "{msg.member}" with signature "{msg.signature}" on interface '
                                          f'"{msg.interface}" doesn\'t exist')
@@ -478,8 +263,6 @@ class VirtualBluez:
                 and msg.sender == 'org.freedesktop.DBus':
             name, _old, new = msg.body
             if name.startswith(':') and not new:      # a client left the bus: its sessions end with it
-                self._end_discovery(name)
-                self._filters.pop(name, None)
-                for link in self.links:
-                    link.client_left(name)
+                for adapter in self.adapters:
+                    adapter.client_left(name)
         return None
