@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import time
@@ -34,13 +33,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
+from toio_navigator.bench.trial.cli import run_one as trial_one  # noqa: E402
 from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
-from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.control.navigator_settings import NavigatorSettings  # noqa: E402
 from toio_navigator.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
-from toio_navigator.planners.coordinated.planner import CoordinatedParams  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
+UNSEEN = ROOT / 'toio_navigator' / 'data' / 'scenarios_unseen.yaml'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
 #: the planners the navigator node is run with: the reference, the best local planner (on ideal discs and on the
 #: differential drive) and the coordinating planner
@@ -66,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trial-seeds', type=int, default=5, help='trial runs per scenario and profile')
     parser.add_argument('--trial-max-agents', type=int, default=64, help='trials only for scenarios this small')
     parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
+    parser.add_argument('--trial-compute', default='modelled', choices=('modelled', 'measured', 'free'),
+                        help="how the trials charge the navigator's compute (docs/trial.md; default modelled)")
+    parser.add_argument('--trial-memory-limit', type=float, default=4.0, metavar='GB',
+                        help='address space of each trial run (beyond it the run fails as out of memory)')
+    parser.add_argument('--unseen', type=Path, default=UNSEEN,
+                        help='the unseen scenario families, reported apart (empty: none)')
+    parser.add_argument('--unseen-planners', default=COORDINATED, help='planners run on the unseen families')
+    parser.add_argument('--unseen-seeds', type=int, default=3, help='trial seeds per unseen scenario (ble)')
     parser.add_argument('--trial-out', type=Path,
                         help='also write every trial record here ({"results": [...]}, as toio-nav trial --out)')
     parser.add_argument('--trial-reuse', type=Path,
@@ -128,8 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     bench_s = time.monotonic() - started
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
     args.reused = reuse_trials(args.trial_reuse, trials, scenarios, args) if args.trial_reuse and trials else None
+    unseen = {}
+    if not args.no_trial and str(args.unseen):
+        unseen = run_trials(load_scenarios(args.unseen), args, bar, planners=args.unseen_planners.split(','),
+                            profiles=['ble'], seeds=args.unseen_seeds, tag='unseen')
+    args.unseen_rows = unseen
     if args.trial_out is not None:
-        records = [record for rows in trials.values() for record in rows]
+        records = [record for rows in list(trials.values()) + list(unseen.values()) for record in rows]
         args.trial_out.write_text(json.dumps({'results': records, 'commit': git_commit()}, indent=1) + '\n',
                                   encoding='utf-8')
     elapsed = time.monotonic() - started
@@ -142,21 +153,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _trial_job(job) -> dict:
-    scenario, planner, profile, seed = job
-    return run_trial(scenario, planner, get_profile(profile), seed).record
+    scenario, planner, profile, seed, compute, memory_gb = job
+    profile = get_profile(profile)
+    record = trial_one((scenario, seed, planner, profile, {}, compute, memory_gb))[0]
+    return record
 
 
-def run_trials(scenarios, args, bar) -> dict[tuple[str, str], list[dict]]:
+def run_trials(scenarios, args, bar, planners=None, profiles=None, seeds=None, tag='trials'
+               ) -> dict[tuple[str, str], list[dict]]:
     """(planner, profile) -> trial records, every small enough scenario and seed."""
-    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
+    planners = planners or [p.strip() for p in args.trial_planners.split(',') if p.strip()]
+    profiles = profiles or [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
     small = [s for s in scenarios if s.n_agents <= args.trial_max_agents]
-    jobs = [(s, planner, profile, seed) for planner in planners for profile in profiles for s in small
-            for seed in range(args.trial_seeds)]
+    jobs = [(s, planner, profile, seed, args.trial_compute, args.trial_memory_limit) for planner in planners
+            for profile in profiles for s in small for seed in range(seeds or args.trial_seeds)]
     out: dict[tuple[str, str], list[dict]] = {}
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for index, (job, record) in enumerate(zip(jobs, pool.map(_trial_job, jobs)), 1):
-            bar.show(f'[trials] {job[1]} {job[2]} {job[0].name} seed {job[3]}', index, len(jobs))
+            bar.show(f'[{tag}] {job[1]} {job[2]} {job[0].name} seed {job[3]}', index, len(jobs))
             out.setdefault((job[1], job[2]), []).append(record)
     bar.clear()
     return out
@@ -257,12 +271,15 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         (f' Trials of {args.reused} (`--trial-reuse`: their code had not changed).' if args.reused else ''),
         '',
     ]
-    lines += planners_section()
+    lines += planners_section(args.doc)
     if missing:
         lines += ['Planners not available when the table was made: ' +
                   '; '.join(f'`{k}` ({v})' for k, v in missing.items()), '']
     if trials:
         lines += comparison_section(results, diff_rows or {}, trials, args)
+        lines += compute_section(trials, args)
+    if getattr(args, 'unseen_rows', None):
+        lines += unseen_section(args.unseen_rows, args)
     lines += summary_table(results)
     if diff_rows:
         lines += ['### Differential-drive model', '',
@@ -381,7 +398,49 @@ def comparison_section(results, diff_rows, trials, args) -> list[str]:
     return lines
 
 
-def planners_section() -> list[str]:
+def compute_section(trials, args) -> list[str]:
+    """What the navigator's compute costs in the trials: first motion and compute per run, per planner."""
+    lines = ['### Compute charged in the trials', '',
+             f'Compute charged as `{args.trial_compute}` (docs/trial.md): the median over the runs of the time from '
+             'the goals to the first motor write that drives a wheel, the median and the largest navigator compute '
+             'of a run (ticks and plans), and the longest single tick.', '',
+             '| planner | profile | first motion s (median) | compute s (median) | compute s (max) | '
+             'longest tick s |', '|---|---|---:|---:|---:|---:|']
+    for (planner, profile), rows in trials.items():
+        compute = [r['compute_s'] for r in rows if r.get('compute_s') is not None]
+        longest = [r['navigator']['longest_tick_s'] for r in rows if 'navigator' in r]
+        lines.append(f"| `{planner}` | `{profile}` | {cell(_median([r.get('first_motion_s') for r in rows]), '.2f')} | "
+                     f"{cell(_median(compute), '.2f')} | {cell(max(compute, default=None), '.2f')} | "
+                     f"{cell(max(longest, default=None), '.2f')} |")
+    return lines + ['']
+
+
+def unseen_section(unseen, args) -> list[str]:
+    """The unseen families (never tuned on), per family, and every failed run."""
+    lines = ['## Unseen scenario families', '',
+             f'`{args.unseen.name}` (generated from a fixed seed by tools/bench/unseen_scenarios.py, committed '
+             'before any tuning; docs/trial.md): `ble` trials, '
+             f'{args.unseen_seeds} seeds per scenario, compute charged as `{args.trial_compute}`. Collision-free '
+             'successes / runs, contact events, median makespan and first motion.', '']
+    for (planner, _profile), rows in unseen.items():
+        lines += [f'### `{planner}`: {_tally(rows)} runs, {_contacts(rows)} contacts', '',
+                  '| family | scenarios | N | successes | contacts | median makespan s | median first motion s |',
+                  '|---|---:|---|---:|---:|---:|---:|']
+        for family in dict.fromkeys(r['category'] for r in rows):
+            mine = [r for r in rows if r['category'] == family]
+            sizes = sorted({r['n_agents'] for r in mine})
+            lines.append(f"| {family} | {len({r['name'] for r in mine})} | {', '.join(map(str, sizes))} | "
+                         f"{_tally(mine)} | {_contacts(mine)} | {cell(_median([r['makespan'] for r in mine]), '.2f')}"
+                         f" | {cell(_median([r.get('first_motion_s') for r in mine]), '.2f')} |")
+        failed = [r for r in rows if not r['success_collision_free']]
+        if failed:
+            lines += ['', 'Failed runs:', '']
+            lines += [f"* {r['name']} seed {r['seed']}: {r['failure']}" for r in failed]
+        lines.append('')
+    return lines
+
+
+def planners_section(doc: Path = DOC) -> list[str]:
     return [
         '## Planners',
         '',
@@ -430,154 +489,21 @@ def planners_section() -> list[str]:
         'Everything is deterministic for a given seed (the seed is the CRC-32 of the scenario name, reported in',
         'the JSON); the RVO2-style 0.01 u/s seeded perturbation of the preferred velocity is kept as in plain ORCA.',
         '',
-    ] + coordinated_section()
+    ] + coordinated_section(doc)
 
 
-def coordinated_section() -> list[str]:
-    """How `coordinated` works; every number that is one of its parameters is read from CoordinatedParams."""
-    p = CoordinatedParams()
-    moves = (f'{p.shorten_moves}' if p.shorten_moves == p.lns_moves
-             else f'{p.shorten_moves} and {p.lns_moves}')
-    return [
-        f'### How `{COORDINATED}` works, and why these techniques',
-        '',
-        'A local planner reacts to what is near and cannot promise arrival: in a corridor one cube wide, a',
-        'doorway or a U-shaped trap its best move is to wait, or to head for the goal, for ever. The navigator sees',
-        f'every cube, so `{COORDINATED}` plans for the whole swarm at once and then carries the plan out in a way no',
-        'timing can break (`planners/coordinated`).',
-        '',
-        '1. **A graph of the mat.** The usable area becomes a lattice of rows at least one pair distance D apart',
-        '   (D = 2r + margin) with vertices D / (√3/2) apart along each row, every other row offset by half of',
-        '   that (triangles). An edge is kept only if every other vertex lies at least D from it, so two cubes on',
-        '   different vertices, or on edges without a common vertex, never come closer than D: the coordination',
-        '   only has to look at shared vertices. The rows are placed where cubes fit best (dynamic programming over',
-        '   row positions; a passage between walls gets as many lanes as fit, each in its middle), and of both',
-        '   orientations and several offsets the lattice that covers the free space best and misses none of its',
-        '   connections is kept. Each cube\'s start and goal are vertices of its own; two starts, or two goals, may',
-        '   lie closer than D, and then keep the distance they have. A route field per goal (all edges relaxed at',
-        '   once in numpy) gives the distance to it from every vertex; it has no local minimum, so a U-trap is',
-        '   left by its opening.',
-        '2. **A plan for everyone.** LaCAM (Okumura, AAAI 2023) searches configurations depth first, using PIBT',
-        '   (priority inheritance with backtracking; Okumura et al., IJCAI 2019) to propose the next one and adding',
-        '   one constraint per return to a configuration, so it finds a plan whenever one exists (given budget),',
-        '   including the ones PIBT alone never finds: a pair swapping through a one-lane corridor has to go out,',
-        '   let the others through and come back. PIBT here never lets a cube follow another round a cycle or',
-        '   swap with it, and records the order in which the moves of each step must happen (a cube enters space',
-        f'   another leaves only after it). For up to {p.pbs_agents} cubes, when that plan is long, '
-        'priority-based search (Ma et',
-        '   al., AAAI 2019: branch on which of two conflicting cubes plans around the other, space-time A* per cube',
-        '   taking the fewest turns among equally fast paths) often finds a shorter one. Detours that nobody',
-        '   needed are removed: a step away and back, or round two sides of a lattice triangle instead of one.',
-        '   For real cubes PIBT proposes no move that turns (60 degrees or more) from the way the cube came unless',
-        '   it stood still the step before: a real cube stops to turn on the spot, and plans that count a step',
-        '   for it turn less (docs/trial.md). (A step between a start or goal and a lattice vertex in the same',
-        '   place is no motion: it neither turns a cube nor counts as standing still. PIBT and the space-time',
-        '   search below share this one rule, `CoordinationGraph.turn_cosine`.) A swarm search still leaves many',
-        '   cubes waiting, or pushed out of the way and back, for longer than anyone needed; so the most',
-        '   promising plan is improved by large neighbourhood search (Li et al., IJCAI 2021). First one cube at',
-        '   a time: its path is planned again by space-time A* around everyone else\'s (for real cubes with the',
-        '   same standing turns), and kept where it arrives sooner, or as soon in fewer moves. Then '
-        f'up to {p.lns_rounds}',
-        f'   times a group of {p.lns_size} cubes (at random, or a late cube with the cubes whose '
-        'paths come nearest its own)',
-        '   is planned again, one after the other around everyone else, and kept where the group arrives sooner',
-        '   in all: one cube at a time cannot undo two cubes in each other\'s way. For real cubes both stages count',
-        f'   a move into a vertex another cube leaves in the same step as costing {p.follow_cost:g} step more, in the',
-        '   searches and in what a group is kept for: such a cube sets off only once it has seen the other go and',
-        '   its own command has come, and a plan that hands off less is carried out sooner (docs/trial.md). Each',
-        f'   of the two stages may try {moves} moves per cube in all, since the cubes stand while a plan is made',
-        '   (a run of a 39-cube crowd took 60 to 140 s of CPU here, most of it planning, as its plans are often',
-        '   made again). A cube planned again moves, in each step, after the cubes whose',
-        '   space it enters and before those that enter space it leaves; it may do both when every cube it',
-        '   follows already moves before every cube it leads in that step\'s order, so the plan stays valid.',
-        '   (Allowed only one of the two, shortening kept few paths: a cube\'s own path in a dense swarm plan',
-        '   often does both.) The plan after each stage is kept if the estimate ranks it first: the sum of',
-        '   arrival steps that the stages shorten is not what a real swarm takes (what this changed in the',
-        f'   trials: docs/trial.md). For real cubes a plan with more than {p.long_plan:g} times as '
-        'many steps as the longest',
-        f'   shortest route is made again with other seeds, up to {p.remakes} times, and the one '
-        'with the fewest steps kept:',
-        '   the plans of one crowd, made from nearly the same positions, took 15 to 34 steps (docs/trial.md).',
-        f'   The plan kept is then improved by {p.loop_lns_rounds} groups more (at most {p.loop_lns_moves} moves '
-        'per cube), and kept improved',
-        '   if it has fewer steps: the estimate alone once kept a 24-step plan that came late, not a 19-step one.',
-        '   The cubes stand while a plan is made, so a live navigator stops improving it after `plan_time_s`',
-        f'   ({NavigatorSettings().plan_time_s:g} s; its first searches always run to their end): the swarm then '
-        'drives a longer plan but sets',
-        '   off far sooner (docs/trial.md). The trials and this table plan without that limit.',
-        '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
-        '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
-        '   cube\'s, the one that comes later in the plan waits until the other has passed (the temporal plan graph',
-        '   / action dependency graph of Hönig et al., 2016 and RA-L 2019). Those waits form no cycle, so the cube',
-        '   holding the earliest unfinished part can always go on: no dead-lock. Each tick every cube\'s progress',
-        '   along its path is measured and it may go only as far as keeps D from what is left of the ways it waits',
-        '   for. A cube that every command under way still drives on, and that is seen to move, '
-        f'counts as {p.onward_time:g} s',
-        '   further along at the slowest of those commands: the cube waiting for it sets off as it is about to',
-        '   pass, not a measurement and a link latency after it has passed (the 20 % crowds 0.7 s sooner under',
-        f'   `ble`, 2.0 s under `loaded`). {p.onward_time:g} s is less than a waiting cube needs to '
-        'reach that way (D at full',
-        '   speed, 0.28 s, + its command\'s latency); with 0.45 s cubes raced into each other.',
-        '   The order is kept even when the cube waited for is late: letting the held cube go first where',
-        '   the late one was still far from their crossing (when that could close no cycle) made the swarm',
-        '   slower, and it was dropped (docs/trial.md).',
-        '   Paths are straightened first: a lattice path zigzags from row to row, and a real cube slows at',
-        '   every corner and turns on the spot (under `ble` timing one cube took 5.2 s for 300 u along the',
-        '   lattice, 2.2 s straight). Greedily, cube after cube, a path drives straight from one of its vertices',
-        '   to a later one wherever that keeps the walls\' clearance and every item of another cube it would come',
-        '   within D of lies wholly before or wholly after that straight move in the plan\'s time (it begins when',
-        '   the plan leaves the first vertex and ends when the plan reaches the last). Conflicts then still have',
-        '   a strict order in time, so the waits still form no cycle.',
-        '4. **Driving real cubes.** The speed alone decides where a cube stops: it goes only as fast as lets it',
-        '   stop within its limit given what is under way: the fastest command sent within a link latency and a',
-        '   tick runs on until the new one takes effect (state age + a typical link latency, '
-        f'{p.gate_latency:g} s, + motor lag),',
-        '   then the new one runs its duration. A slower link, or a lost write that leaves an older command running',
-        '   for its whole duration, is left to the pair distance\'s margin and the safety layer (counting every',
-        '   such command made cubes stop and set off again at every limit). It creeps below the wheels\' dead',
-        '   zone, slows for corners, turns in place where its way lies more than '
-        f'{math.degrees(p.align_stop):g}° off its heading and drives on',
-        f'   slowly while it turns from there (full speed within {math.degrees(p.align_full):g}°: at a 60° '
-        'corner of a way across the',
-        '   lattice\'s rows it no longer stands until it has turned; docs/trial.md), and gets a waypoint that cuts',
-        '   a corner by no more than a few units. Where its way turns back by more than 90° it stops at the corner',
-        '   and drives on backwards instead of turning round (the controller steers it as a cube facing the other',
-        '   way, its wheel commands negated and swapped), and keeps driving backwards until its way lies ahead of',
-        f'   it again by {math.degrees(p.backward_switch):g}° past square: a cube pushed out of the '
-        'way and back, common in a crowd, no longer turns',
-        '   180° twice. The plan still makes it stand a step before going back (it stops there anyway; plans',
-        '   without that step shuffled cubes to and fro more).',
-        '   Under it, a safety layer slows any cube that would close in on another closer than touching +',
-        f'   {p.apart:g} u within its reaction time (with the worst link latency), its way a curve: '
-        'turning on as it turns',
-        '   until a new command takes effect, then steered towards its waypoint as CubeHandle steers it; past a',
-        '   cube standing beside that way it may go on to where the way enters that cube\'s disc, towards one that',
-        f'   comes towards it half their distance less touching + {p.apart:g} u (the other one\'s check takes the',
-        '   other half; each taking all of it, two cubes passing head-on touched), and a speed it leaves below the',
-        '   wheels\' dead zone is a stop. Pairs are looked at within both cubes\' reach. (Straight lines along its',
-        '   heading as well held cubes back from others they would pass 46 u away, the 20 % crowds under `ble`',
-        '   0.35-2 s longer; a straight line to the waypoint alone let a cube still turning out of a corner touch a',
-        '   standing one.) The plan cannot see what that layer',
-        '   does: a held cube standing a little off its path, towards the next lattice row, can keep a cube on',
-        '   that row from passing it, while it waits for that very cube in the plan; so a held cube that stands',
-        '   further off its path than it may stray, and for which the layer stopped another cube, creeps back',
-        '   onto its path; one that overran its limit (a late host) backs along its path until it stands clear',
-        '   of the ways it waits for. A cube that strays far from its path, a change of goals or of the cubes',
-        '   that can move, or a long stop without progress makes everyone stop and plan again from where they are.',
-        '   A cube of the plan out for a moment (its states stopped coming, the controller stops it) is held in',
-        '   the plan instead: planning again each time one cube\'s link hiccuped kept a busy host\'s live swarm',
-        '   from ever arriving; held too long, it stalls the others and they plan again without it.',
-        f'   A cube whose progress has come to the end of its path stands, unless it is more than {p.settle:g} u '
-        'from that',
-        '   end (it ran past it, or beside it): then it creeps back onto it. One stood 10.2 u off its goal for',
-        '   good, counted as arrived by the plan and never reported reached by the navigator.',
-        '',
-        f'On ideal discs (`state.latency` = 0) the same layers run with a {p.margin:g} u margin and '
-        'exact motion. The controller',
-        'leaves the dead-locks of a coordinating planner to it (no side-steps) and lets it move a cube off its goal',
-        'to let another one pass.',
-        '',
-    ]
+COORDINATED_BEGIN = '<!-- coordinated: design (hand-written, issue-53-planner) -->'
+COORDINATED_END = '<!-- coordinated: end -->'
+
+
+def coordinated_section(doc: Path = DOC) -> list[str]:
+    """How `coordinated` works: the hand-written block of the existing document, kept as it is (its authors
+    edit it there, between COORDINATED_BEGIN and COORDINATED_END)."""
+    text = doc.read_text(encoding='utf-8') if doc.is_file() else ''
+    if COORDINATED_BEGIN in text and COORDINATED_END in text:
+        block = text[text.index(COORDINATED_BEGIN):text.index(COORDINATED_END) + len(COORDINATED_END)]
+        return block.splitlines() + ['']
+    return [COORDINATED_BEGIN, f'### How `{COORDINATED}` works', '', '(to be written)', '', COORDINATED_END, '']
 
 
 def summary_table(results) -> list[str]:
