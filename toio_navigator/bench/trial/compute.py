@@ -55,17 +55,17 @@ class CostModel:
 #: calibrated by ``python tools/bench/compute_model.py`` (docs/trial.md, "The compute model")
 MODEL = CostModel(
     ticks={
-        'hlavoid': TickCost(3.822e-03, 1.340e-04),
-        'sfm': TickCost(1.275e-03, 8.994e-05),
-        'ttc': TickCost(1.351e-03, 1.076e-04),
-        'vo': TickCost(3.880e-04, 4.612e-04),
-        'orca': TickCost(4.681e-03, 7.862e-05),
-        'orca_kr': TickCost(4.419e-03, 1.688e-04),
-        'orca_kr_diff': TickCost(4.864e-03, 1.397e-04),
-        'coordinated': TickCost(1.708e-03, 2.533e-04),
+        'hlavoid': TickCost(2.341e-03, 1.217e-04),
+        'sfm': TickCost(1.606e-03, 8.972e-05),
+        'ttc': TickCost(2.458e-03, 6.558e-05),
+        'vo': TickCost(2.478e-04, 3.973e-04),
+        'orca': TickCost(3.778e-03, 7.120e-05),
+        'orca_kr': TickCost(5.247e-03, 7.857e-05),
+        'orca_kr_diff': TickCost(3.495e-03, 9.142e-05),
+        'coordinated': TickCost(1.203e-03, 1.498e-04),
     },
-    s_per_work=7.959e-07,
-    calibrated_on='vm, 2 cores, load 18.4, 2026-12-02',
+    s_per_work=2.099e-07,
+    calibrated_on='vm, 2 cores, load 4.1, 2026-12-02',
 )
 
 
