@@ -8,6 +8,8 @@ planners the navigator offers (hlavoid, orca_kr, orca_kr_diff, coordinated) in c
     python tools/bench/planner_table.py --no-cap            # every run to its end, the big circles too (slow)
     python tools/bench/planner_table.py --full-best -j 2 --trial-planners hlavoid --trial-reuse trials.json
                                        # a change to hlavoid only: the other planners' trials from a saved run
+    python tools/bench/planner_table.py --trial-planners coordinated --trial-records ble.json,loaded.json,unseen.json
+                                       # coordinated's trials from toio-nav trial --out files (run what is missing)
 
 Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
 by default: they measure cost per agent-step (the cost-versus-N sweep), and the table marks them "cost only".
@@ -18,34 +20,39 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from planner_trials import (  # noqa: E402
+    TRIAL_PLANNERS,
+    cell,
+    comparison_section,
+    compute_section,
+    git_commit,
+    reuse_trials,
+    run_trials,
+    saved_records,
+    unseen_section,
+)
 
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
-from toio_navigator.bench.trial.cli import run_one as trial_one  # noqa: E402
-from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
 from toio_navigator.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
 UNSEEN = ROOT / 'toio_navigator' / 'data' / 'scenarios_unseen.yaml'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
-#: the planners the navigator node is run with: the reference, the best local planner (on ideal discs and on the
-#: differential drive) and the coordinating planner
-TRIAL_PLANNERS = ('hlavoid', BEST_PLANNER, 'orca_kr_diff', COORDINATED)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS)
     parser.add_argument('--planners', default=','.join(p for p in PLANNERS if p not in DIFF_DRIVE_PLANNERS),
@@ -68,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the trials charge the navigator's compute (docs/trial.md; default modelled)")
     parser.add_argument('--trial-memory-limit', type=float, default=4.0, metavar='GB',
                         help='address space of each trial run (beyond it the run fails as out of memory)')
-    parser.add_argument('--unseen', type=Path, default=UNSEEN,
+    parser.add_argument('--unseen', default=str(UNSEEN),
                         help='the unseen scenario families, reported apart (empty: none)')
     parser.add_argument('--unseen-planners', default=COORDINATED, help='planners run on the unseen families')
     parser.add_argument('--unseen-seeds', type=int, default=3, help='trial seeds per unseen scenario (ble)')
@@ -77,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trial-reuse', type=Path,
                         help='take the trials of the planners not in --trial-planners from this file (written by '
                              '--trial-out): only for planners whose code has not changed since')
+    parser.add_argument('--trial-records',
+                        help='comma-separated toio-nav trial --out files: every run they hold (same planner, '
+                             'profile, scenario, seed and compute) is taken from there instead of run')
     parser.add_argument('--max-agents', type=int, help='only scenarios with at most this many cubes (all parts)')
     parser.add_argument('--coordinated-max-agents', type=int, default=256,
                         help=f'{COORDINATED} only on scenarios with at most this many cubes (its first step plans '
@@ -85,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
     args = parser.parse_args(argv)
+    args.unseen = Path(args.unseen) if args.unseen else None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    args.saved = saved_records(args.trial_records)
     scenarios = load_scenarios(args.scenarios)
     if args.max_agents is not None:
         scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
@@ -97,8 +114,22 @@ def main(argv: list[str] | None = None) -> int:
             missing[name] = str(exc)
             print(f'planner_table: skipping {name}: {exc}', file=sys.stderr)
     bar = ProgressBar()
-    results: dict[str, list[dict]] = {}
     started = time.monotonic()
+    results, diff_rows, full_best = run_bench(scenarios, planners, args, bar)
+    bench_s = time.monotonic() - started
+    trials = all_trials(scenarios, args, bar)
+    elapsed = time.monotonic() - started
+    args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
+    plot_cost(results, args.plot)
+    print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
+    return 0
+
+
+def run_bench(scenarios, planners, args, bar):
+    """The ideal-disc runs: (planner -> rows, differential-drive planner -> rows, the best planner's full runs)."""
+    results: dict[str, list[dict]] = {}
     total = len(planners) * len(scenarios)
     for p_index, planner in enumerate(planners):
         rows = results.setdefault(planner, [])
@@ -131,11 +162,16 @@ def main(argv: list[str] | None = None) -> int:
                 run = run_scenario(scenario, make_planner(BEST_PLANNER), progress=lambda k, n: bar.show(label, k, n))
                 bar.clear()
                 full_best.append(dict(run.metrics, capped=False))
-    bench_s = time.monotonic() - started
+    return results, diff_rows, full_best
+
+
+def all_trials(scenarios, args, bar) -> dict:
+    """The trials of the packaged scenarios ((planner, profile) -> records), the unseen families' in
+    ``args.unseen_rows``; every record also in --trial-out."""
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
     args.reused = reuse_trials(args.trial_reuse, trials, scenarios, args) if args.trial_reuse and trials else None
     unseen = {}
-    if not args.no_trial and str(args.unseen):
+    if not args.no_trial and args.unseen is not None:
         unseen = run_trials(load_scenarios(args.unseen), args, bar, planners=args.unseen_planners.split(','),
                             profiles=['ble'], seeds=args.unseen_seeds, tag='unseen')
     args.unseen_rows = unseen
@@ -143,84 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         records = [record for rows in list(trials.values()) + list(unseen.values()) for record in rows]
         args.trial_out.write_text(json.dumps({'results': records, 'commit': git_commit()}, indent=1) + '\n',
                                   encoding='utf-8')
-    elapsed = time.monotonic() - started
-    args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
-    args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
-    plot_cost(results, args.plot)
-    print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
-    return 0
-
-
-def _trial_job(job) -> dict:
-    scenario, planner, profile, seed, compute, memory_gb = job
-    profile = get_profile(profile)
-    record = trial_one((scenario, seed, planner, profile, {}, compute, memory_gb))[0]
-    return record
-
-
-def run_trials(scenarios, args, bar, planners=None, profiles=None, seeds=None, tag='trials'
-               ) -> dict[tuple[str, str], list[dict]]:
-    """(planner, profile) -> trial records, every small enough scenario and seed."""
-    planners = planners or [p.strip() for p in args.trial_planners.split(',') if p.strip()]
-    profiles = profiles or [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    small = [s for s in scenarios if s.n_agents <= args.trial_max_agents]
-    jobs = [(s, planner, profile, seed, args.trial_compute, args.trial_memory_limit) for planner in planners
-            for profile in profiles for s in small for seed in range(seeds or args.trial_seeds)]
-    out: dict[tuple[str, str], list[dict]] = {}
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for index, (job, record) in enumerate(zip(jobs, pool.map(_trial_job, jobs)), 1):
-            bar.show(f'[{tag}] {job[1]} {job[2]} {job[0].name} seed {job[3]}', index, len(jobs))
-            out.setdefault((job[1], job[2]), []).append(record)
-    bar.clear()
-    return out
-
-
-def git_commit() -> str | None:
-    """The checkout's commit, with "+changes" when its files differ from it (None outside git)."""
-    try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ('+changes' if dirty else '')
-
-
-def reuse_trials(path: Path, trials: dict, scenarios, args) -> str:
-    """Add to ``trials`` the saved records of every planner this run did not try, for the same profiles,
-    scenarios and seeds (SystemExit naming what is missing); which planners came from which commit."""
-    try:
-        saved = json.loads(path.read_text(encoding='utf-8'))
-        records = saved['results']
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f'planner_table: --trial-reuse {path}: not a --trial-out file ({exc})') from exc
-    ran = {planner for planner, _ in trials}
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    wanted = {(s.name, seed) for s in scenarios if s.n_agents <= args.trial_max_agents
-              for seed in range(args.trial_seeds)}
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in records:
-        if r['planner'] not in ran and r['profile'] in profiles and (r['name'], r['seed']) in wanted:
-            groups.setdefault((r['planner'], r['profile']), []).append(r)
-    reused = sorted({planner for planner, _ in groups})
-    order = {s.name: i for i, s in enumerate(scenarios)}
-    for planner in reused:
-        for profile in profiles:
-            rows = groups.get((planner, profile), [])
-            have = {(r['name'], r['seed']) for r in rows}
-            if have != wanted:
-                raise SystemExit(f'planner_table: --trial-reuse {path}: {planner} under {profile} lacks '
-                                 f'{len(wanted - have)} of the {len(wanted)} runs this table needs')
-            trials[(planner, profile)] = sorted(rows, key=lambda r: (order[r['name']], r['seed']))
-    args.trial_planners = ','.join(sorted(ran | set(reused),
-                                          key=lambda p: TRIAL_PLANNERS.index(p) if p in TRIAL_PLANNERS else 99))
-    return f'{", ".join(reused)} from {path.name} (commit {saved.get("commit") or "unknown"})' if reused else ''
-
-
-def cell(value, fmt):
-    return '–' if value is None else format(value, fmt)
+    return trials
 
 
 def success_cell(r):
@@ -231,12 +190,15 @@ def success_cell(r):
     return 'yes (contacts)' if r['success'] else f"no ({r['fraction_arrived']:.0%} arrived)"
 
 
-def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
+def header(args, elapsed, full_best, trials) -> list[str]:
+    """The document's head: the command that made it, what the runs are, the machine and the wall time."""
     m = machine()
     command = 'python tools/bench/planner_table.py' + (' --full-best' if full_best else '') + \
         (f' --max-agents {args.max_agents}' if args.max_agents is not None else '') + \
         (' --no-trial' if not trials else f' -j {args.jobs}' if args.jobs > 1 else '')
-    lines = [
+    if trials and args.trial_planners != ','.join(TRIAL_PLANNERS):
+        command += f' --trial-planners {args.trial_planners}'
+    return [
         '# Planners: results',
         '',
         '<!-- generated by tools/bench/planner_table.py; do not edit by hand -->',
@@ -270,7 +232,24 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.') +
         (f' Trials of {args.reused} (`--trial-reuse`: their code had not changed).' if args.reused else ''),
         '',
-    ]
+    ] + trial_note(args, trials)
+
+
+def trial_note(args, trials) -> list[str]:
+    """Which planners' trials are missing, and how many runs came from saved records."""
+    out = []
+    absent = [p for p in TRIAL_PLANNERS if trials and p not in args.trial_planners.split(',')]
+    if absent:
+        out.append('Closed-loop trials of ' + ', '.join(f'`{p}`' for p in absent) + ' were not run for this table '
+                   '(too long on this machine with the compute charged); their ideal-disc rows are current.')
+    if getattr(args, 'taken', 0):
+        out.append(f'{args.taken} trial runs were taken from `toio-nav trial --out` files (`--trial-records`: the '
+                   'same records, made once).')
+    return out + [''] if out else []
+
+
+def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
+    lines = header(args, elapsed, full_best, trials)
     lines += planners_section(args.doc)
     if missing:
         lines += ['Planners not available when the table was made: ' +
@@ -320,124 +299,6 @@ def _parts(args) -> str:
     parts = getattr(args, 'parts', {})
     return ', '.join(f'{name} {seconds / 60:.1f} min' for name, seconds in parts.items())
 
-
-def _median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
-
-
-def _tally(rows) -> str:
-    return f"{sum(bool(r['success_collision_free']) for r in rows)}/{len(rows)}"
-
-
-def _contacts(rows) -> int:
-    return int(sum(r['collisions'] + r['obstacle_collisions'] for r in rows))
-
-
-def comparison_section(results, diff_rows, trials, args) -> list[str]:
-    """The planners the navigator runs with, side by side: ideal discs and closed-loop trials, and the
-    coordinated planner's makespan against orca_kr's where orca_kr succeeds."""
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
-    small = lambda rows: [r for r in rows if r['n_agents'] <= args.trial_max_agents and not r['capped']]  # noqa
-    names = [r['name'] for r in small(next(iter(results.values()), []))]
-    head = '| planner | ideal discs: successes | contacts | median makespan s |' + ''.join(
-        f' `{p}` trials: successes | contacts | median makespan s |' for p in profiles)
-    lines = [f'## `{COORDINATED}` beside the reference and the best local planners', '',
-             f'The {len(names)} scenarios with at most {args.trial_max_agents} cubes: collision-free successes / runs, '
-             'contact events (cube and obstacle) summed over the runs, median makespan of the runs where every cube '
-             f'arrived. Trials: {args.trial_seeds} seeds per scenario. `orca_kr_diff` is tuned for the '
-             'differential drive, so its ideal-disc columns are from that model.', '',
-             head, '|---' * (1 + 3 * (1 + len(profiles))) + '|']
-    for planner in planners:
-        bench = small(diff_rows.get(planner, []) if planner == 'orca_kr_diff' else results.get(planner, []))
-        cells = [f'`{planner}`', _tally(bench), str(_contacts(bench)),
-                 cell(_median([r['makespan'] for r in bench]), '.2f')]
-        for profile in profiles:
-            rows = trials.get((planner, profile), [])
-            cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    lines.append('')
-    ours, base = results.get(COORDINATED, []), results.get(BEST_PLANNER, [])
-    if ours and base:
-        lines += [f'### Makespan of `{COORDINATED}` against `{BEST_PLANNER}` where `{BEST_PLANNER}` succeeds', '',
-                  'Ideal discs, and the median over the trial seeds where both succeed (`ble` profile).', '',
-                  '| scenario | ideal: coordinated s | orca_kr s | ratio | ble: coordinated s | orca_kr s | ratio |',
-                  '|---|---:|---:|---:|---:|---:|---:|']
-        ble_ours = trials.get((COORDINATED, 'ble'), [])
-        ble_base = trials.get((BEST_PLANNER, 'ble'), [])
-        for a, b in zip(small(ours), small(base)):
-            both = [(x['makespan'], y['makespan']) for x in ble_ours for y in ble_base
-                    if x['name'] == y['name'] == a['name'] and x['seed'] == y['seed']
-                    and x['success_collision_free'] and y['success_collision_free']]
-            t_ours, t_base = _median([x for x, _ in both]), _median([y for _, y in both])
-            if not (b['success_collision_free'] or both):
-                continue
-            ratio = a['makespan'] / b['makespan'] if b['success_collision_free'] and a['makespan'] else None
-            t_ratio = t_ours / t_base if both else None
-            lines.append(f"| {a['name']} | {cell(a['makespan'], '.2f')} | "
-                         f"{cell(b['makespan'] if b['success_collision_free'] else None, '.2f')} | "
-                         f"{cell(ratio, '.2f')} | {cell(t_ours, '.2f')} | {cell(t_base, '.2f')} | "
-                         f"{cell(t_ratio, '.2f')} |")
-        lines.append('')
-    per = {p: trials.get((COORDINATED, p), []) for p in profiles}
-    if any(per.values()):
-        lines += [f'### `{COORDINATED}` in the trials, per scenario', '',
-                  '| scenario | N |' + ''.join(f' `{p}` successes | contacts | median makespan s |'
-                                             for p in profiles),
-                  '|---|---:' + '|---:' * 3 * len(profiles) + '|']
-        for name in names:
-            cells = []
-            n_agents = None
-            for p in profiles:
-                rows = [r for r in per[p] if r['name'] == name]
-                n_agents = rows[0]['n_agents'] if rows else n_agents
-                cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
-            lines.append(f'| {name} | {n_agents} | ' + ' | '.join(cells) + ' |')
-        lines.append('')
-    return lines
-
-
-def compute_section(trials, args) -> list[str]:
-    """What the navigator's compute costs in the trials: first motion and compute per run, per planner."""
-    lines = ['### Compute charged in the trials', '',
-             f'Compute charged as `{args.trial_compute}` (docs/trial.md): the median over the runs of the time from '
-             'the goals to the first motor write that drives a wheel, the median and the largest navigator compute '
-             'of a run (ticks and plans), and the longest single tick.', '',
-             '| planner | profile | first motion s (median) | compute s (median) | compute s (max) | '
-             'longest tick s |', '|---|---|---:|---:|---:|---:|']
-    for (planner, profile), rows in trials.items():
-        compute = [r['compute_s'] for r in rows if r.get('compute_s') is not None]
-        longest = [r['navigator']['longest_tick_s'] for r in rows if 'navigator' in r]
-        lines.append(f"| `{planner}` | `{profile}` | {cell(_median([r.get('first_motion_s') for r in rows]), '.2f')} | "
-                     f"{cell(_median(compute), '.2f')} | {cell(max(compute, default=None), '.2f')} | "
-                     f"{cell(max(longest, default=None), '.2f')} |")
-    return lines + ['']
-
-
-def unseen_section(unseen, args) -> list[str]:
-    """The unseen families (never tuned on), per family, and every failed run."""
-    lines = ['## Unseen scenario families', '',
-             f'`{args.unseen.name}` (generated from a fixed seed by tools/bench/unseen_scenarios.py, committed '
-             'before any tuning; docs/trial.md): `ble` trials, '
-             f'{args.unseen_seeds} seeds per scenario, compute charged as `{args.trial_compute}`. Collision-free '
-             'successes / runs, contact events, median makespan and first motion.', '']
-    for (planner, _profile), rows in unseen.items():
-        lines += [f'### `{planner}`: {_tally(rows)} runs, {_contacts(rows)} contacts', '',
-                  '| family | scenarios | N | successes | contacts | median makespan s | median first motion s |',
-                  '|---|---:|---|---:|---:|---:|---:|']
-        for family in dict.fromkeys(r['category'] for r in rows):
-            mine = [r for r in rows if r['category'] == family]
-            sizes = sorted({r['n_agents'] for r in mine})
-            lines.append(f"| {family} | {len({r['name'] for r in mine})} | {', '.join(map(str, sizes))} | "
-                         f"{_tally(mine)} | {_contacts(mine)} | {cell(_median([r['makespan'] for r in mine]), '.2f')}"
-                         f" | {cell(_median([r.get('first_motion_s') for r in mine]), '.2f')} |")
-        failed = [r for r in rows if not r['success_collision_free']]
-        if failed:
-            lines += ['', 'Failed runs:', '']
-            lines += [f"* {r['name']} seed {r['seed']}: {r['failure']}" for r in failed]
-        lines.append('')
-    return lines
 
 
 def planners_section(doc: Path = DOC) -> list[str]:
