@@ -101,7 +101,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    args.saved = saved_records(args.trial_records)
     scenarios = load_scenarios(args.scenarios)
     if args.max_agents is not None:
         scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
@@ -168,6 +167,7 @@ def run_bench(scenarios, planners, args, bar):
 def all_trials(scenarios, args, bar) -> dict:
     """The trials of the packaged scenarios ((planner, profile) -> records), the unseen families' in
     ``args.unseen_rows``; every record also in --trial-out."""
+    args.saved = saved_records(args.trial_records)       # read now: the files may be written meanwhile
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
     args.reused = reuse_trials(args.trial_reuse, trials, scenarios, args) if args.trial_reuse and trials else None
     unseen = {}
