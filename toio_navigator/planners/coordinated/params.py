@@ -54,12 +54,11 @@ class Internal:
     pbs_agents = 8                # priority-based search is tried too for at most this many cubes (a corridor) ...
     pbs_budget = 300              # ... with this many branches
     pbs_limit = 300               # steps of one cube's path in a space-time search
-    shorten_moves = 5000          # moves per cube the one-at-a-time stage of an improvement may try in all
+    shorten_moves = 5000          # moves per cube the one-at-a-time stage of a first plan may try in all
     group_batch = 30              # groups planned again between two looks at whether the plan got better
     group_budget = 20000          # moves one group's searches may try
     turn_step = 0.6               # real cubes: a move turning more (cosine below) follows a step of standing
     follow_cost = 1.0             # real cubes: steps a move into a vertex another cube leaves costs (a hand-off)
-    better_s = 0.05               # s an improvement must gain by the estimate to be worth a switch
     estimate_speed = 100.0        # the estimate for real cubes: u/s along a segment, ...
     estimate_turn = 0.8           # ... s per half turn, ...
     estimate_wait = 0.5           # ... s to stop and set off again after a wait

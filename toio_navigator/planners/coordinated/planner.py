@@ -45,7 +45,7 @@ from toio_navigator.planners.interface import PlannerOutput, SwarmState
 K = Internal
 UNSEEN = -1e3            # positions below this are the controller's "never seen" placeholder
 MEMORY_BYTES = 1 << 30   # a live navigator's planning stops at this resident memory (the best plan is kept)
-FRUITLESS = 2            # improvements in a row that found nothing better before the planner stops improving
+FRUITLESS = 4            # improvements in a row that found nothing better before the planner stops improving
 
 
 class CoordinatedPlanner:
@@ -406,3 +406,4 @@ def _overlapping(pos: np.ndarray, radius: np.ndarray, seen: np.ndarray) -> np.nd
         hit = d < radius[rows][q] + radius[rows][o]
         out[rows[q[hit]]] = True
     return out
+

@@ -26,7 +26,8 @@ import numpy as np
 from toio_navigator.planners.coordinated.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 from toio_navigator.planners.coordinated.lacam import Plan, never
 
-WORK_SLOT = 4          # work units (about a microsecond here each) of one look at a move beside the planned cubes
+WORK_SLOT = 4          # work quarters (a quarter of a unit, about a microsecond here each) of one look at a move
+                       # beside the planned cubes, plus one per vertex around it
 WORK_PUSH = 6          # ... of a state a space-time search puts on its heap
 
 
@@ -287,7 +288,7 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
         res = _Reserved()
         path = _search(graph, res, i, start[i], limit)
         if work is not None:
-            work.add(res.ops)
+            work.add(res.ops / 4)
         if path is None:
             return None
         paths[i] = path
@@ -319,7 +320,7 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
                     res.add(h, new_paths[h])
                 path = _search(graph, res, k, start[k], limit)
                 if work is not None:
-                    work.add(res.ops)
+                    work.add(res.ops / 4)
                 if path is None:
                     ok = False
                     break
@@ -365,7 +366,7 @@ def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list
     for k, limit in zip(group, limits):
         path = _search(graph, res, k, paths[k][0], limit, turn_limit, budget, follow)
         if work is not None:
-            work.add(res.ops)
+            work.add(res.ops / 4)
             res.ops = 0
         if path is None:
             return None
@@ -374,7 +375,7 @@ def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list
         res.add(k, path, slots)
         found[k] = path
     if work is not None:
-        work.add(res.ops)
+        work.add(res.ops / 4)
     steps = max(len(configs), *(len(p) for p in found.values()))
     out = [list(configs[min(t, len(configs) - 1)]) for t in range(steps)]
     order = [list(ranks[min(t, len(ranks) - 1)]) if ranks else [0.0] * n for t in range(steps - 1)]

@@ -3,10 +3,10 @@ improvements of the plan under way, each a splice that leaves what the cubes are
 
 * :func:`first_plan`: the lattice and the coordination graph for the cubes' starts and goals, then LaCAM (a few
   seeds while the work allows; the first complete plan is the one to beat) and, for a handful of cubes whose plan
-  is long, priority-based search; the plan the cost model estimates fastest, as a dependency graph.
+  is long, priority-based search; the best of them (:func:`_rank`), shortened, as a dependency graph.
 * :func:`improvement`: large-neighbourhood search on the plan under way from a *commit step* on: the plan's
-  configuration there is the start of the search, its steps before it stay as they are. One cube at a time
-  around the others, then groups of cubes (Li et al., IJCAI 2021). Each better plan is a splice: the old steps up
+  configuration there is the start of the search, its steps before it stay as they are. Groups of cubes planned
+  again around the others (Li et al., IJCAI 2021). Each better plan is a splice: the old steps up
   to the commit step, the new ones after; every cube's path keeps its keypoints up to there, so a cube whose
   progress has not passed them is where the new plan has it, and the gates on what it already did are the old
   ones (docs/planners.md, the invariant).
@@ -91,9 +91,18 @@ def _planned(graph, plan, problem, params, lattice, work: Work, fixed=None) -> P
     return Planned(graph, plan, dep, _estimate(dep, problem, params), lattice)
 
 
-def _rank(p: Planned) -> tuple:
-    """How plans are compared: complete first, then the lower estimate."""
-    return (not p.plan.complete, p.estimate)
+def _rank(plan: lacam.Plan) -> tuple:
+    """How candidate plans are compared before one is built into a dependency graph (a build costs as much as a
+    search): complete first, then fewer steps, then the earlier arrivals in all."""
+    arrivals = 0
+    if plan.configs:
+        last = plan.configs[-1]
+        for i in range(len(last)):
+            t = len(plan.configs) - 1
+            while t > 0 and plan.configs[t - 1][i] == last[i]:
+                t -= 1
+            arrivals += t
+    return (not plan.complete, len(plan.configs), arrivals)
 
 
 def first_budget(n: int, params: CoordinatedParams) -> float:
@@ -107,7 +116,7 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
     area, walls and spacing (None: build it). Within :func:`first_budget` once a complete plan is found: LaCAM
     with several seeds (for real cubes, plans that stand a step before each turn: a real cube turns on the spot;
     plain LaCAM where those find nothing), priority-based search for a few cubes whose plan is long, then the
-    plan the model estimates fastest shortened one cube at a time and by groups."""
+    best plan (:func:`_rank`) shortened one cube at a time and by groups."""
     def steps(work: Work):
         lat = lattice if lattice is not None else lattice_for(problem, params, work)
         distance, _spacing, _clearance = spacing_of(problem, params)
@@ -116,23 +125,27 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
         work.add(WORK_FIELDS * lat.field_work + 100 * graph.N)
         begun = work.count
         limit = [begun + 0.5 * first_budget(graph.N, params)]     # half of it for seeds, the rest to shorten
-        best: list[Planned | None] = [None]
+        found: list[lacam.Plan] = []
 
         def enough() -> bool:
-            return work.spent() or (best[0] is not None and best[0].plan.complete and work.count > limit[0])
+            return work.spent() or (any(p.complete for p in found) and work.count > limit[0])
 
         def consider(plan: lacam.Plan | None, tidy: bool = True) -> None:
             if plan is not None:
-                made = _planned(graph, lacam.without_detours(graph, plan) if tidy else plan, problem, params, lat,
-                                work)
-                if made is not None and (best[0] is None or _rank(made) < _rank(best[0])):
-                    best[0] = made
+                found.append(lacam.without_detours(graph, plan) if tidy else plan)
 
         _searches(graph, problem, params, work, enough, consider)
         limit[0] = begun + first_budget(graph.N, params)
-        if best[0] is not None and not enough():
-            _polish(graph, problem, params, work, enough, consider, best)
-        yield best[0], work.why or FIRST, True
+        found.sort(key=_rank)
+        if found and not enough():
+            _polish(graph, problem, params, work, enough, consider, found[0])
+            found.sort(key=_rank)
+        made = None
+        for plan in found:           # (the best whose dependency graph has no cycle: nearly always the first)
+            made = _planned(graph, plan, problem, params, lat, work)
+            if made is not None:
+                break
+        yield made, work.why or FIRST, True
     return steps
 
 
@@ -163,17 +176,15 @@ def _searches(graph, problem, params, work, enough, consider) -> None:
                               stop=work.spent, work=work))
 
 
-def _polish(graph, problem, params, work, enough, consider, best) -> None:
+def _polish(graph, problem, params, work, enough, consider, best: lacam.Plan) -> None:
     """The best plan shortened one cube at a time, then by groups, while the budget lasts."""
     turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
-    plan = best[0].plan
-    if not plan.complete:
+    if not best.complete:
         return
-    short = prioritized.shorten(graph, plan, Internal.pbs_limit, turn_limit, Internal.shorten_moves * graph.N,
-                                follow, enough, work)
-    consider(short)
+    current = lacam.without_detours(graph, prioritized.shorten(
+        graph, best, Internal.pbs_limit, turn_limit, Internal.shorten_moves * graph.N, follow, enough, work))
+    consider(current, tidy=False)
     rng = np.random.default_rng([problem.seed, 7])
-    current = lacam.without_detours(graph, short)
     while not enough():
         before = current.configs
         current = lacam.without_detours(graph, prioritized.improve(
@@ -223,26 +234,19 @@ def _improve(base: Planned, commit: int, problem: Problem, params: CoordinatedPa
     fixed, shared = commit_points(base, at)
     turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
     rng = np.random.default_rng([seed, at])
-    best = base.estimate
     current = tail
-    stages = [('shorten', 1)] + [('groups', k) for k in range(params.improve_rounds // Internal.group_batch)]
-    for stage, _k in stages:
+    for _batch in range(params.improve_rounds // Internal.group_batch):
         if stop() or len(current.configs) < 2:
             break
-        if stage == 'shorten':
-            candidate = prioritized.shorten(graph, current, Internal.pbs_limit, turn_limit,
-                                            Internal.shorten_moves * graph.N, follow, stop, work)
-        else:
-            candidate = prioritized.improve(graph, current, rng, Internal.group_batch, params.group_size,
-                                            Internal.pbs_limit, turn_limit, Internal.group_budget, None,
-                                            follow, stop, work)
-        candidate = lacam.without_detours(graph, candidate)
+        candidate = lacam.without_detours(graph, prioritized.improve(
+            graph, current, rng, Internal.group_batch, params.group_size, Internal.pbs_limit, turn_limit,
+            Internal.group_budget, None, follow, stop, work))
         if candidate.configs == current.configs:
-            continue
+            break                          # a batch of groups found nothing: the rest of the budget would not
         current = candidate
-        made = _planned(graph, splice(base.plan, at, candidate), problem, params, base.lattice, work, fixed)
-        if made is not None and made.estimate < best - Internal.better_s:
+    if _rank(current) < _rank(tail):
+        made = _planned(graph, splice(base.plan, at, current), problem, params, base.lattice, work, fixed)
+        if made is not None:
             made.shared, made.base = shared, base
-            best = made.estimate
             yield made, IMPROVED, False
     yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
