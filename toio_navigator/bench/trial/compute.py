@@ -55,17 +55,17 @@ class CostModel:
 #: calibrated by ``python tools/bench/compute_model.py`` (docs/trial.md, "The compute model")
 MODEL = CostModel(
     ticks={
-        'hlavoid': TickCost(2.341e-03, 1.217e-04),
-        'sfm': TickCost(1.606e-03, 8.972e-05),
-        'ttc': TickCost(2.458e-03, 6.558e-05),
-        'vo': TickCost(2.478e-04, 3.973e-04),
-        'orca': TickCost(3.778e-03, 7.120e-05),
-        'orca_kr': TickCost(5.247e-03, 7.857e-05),
-        'orca_kr_diff': TickCost(3.495e-03, 9.142e-05),
-        'coordinated': TickCost(1.203e-03, 1.498e-04),
+        'hlavoid': TickCost(3.904e-03, 1.621e-04),
+        'sfm': TickCost(2.688e-03, 7.541e-05),
+        'ttc': TickCost(1.676e-03, 1.005e-04),
+        'vo': TickCost(7.520e-04, 3.987e-04),
+        'orca': TickCost(3.959e-03, 1.031e-04),
+        'orca_kr': TickCost(6.573e-03, 1.097e-04),
+        'orca_kr_diff': TickCost(3.906e-03, 1.453e-04),
+        'coordinated': TickCost(3.114e-03, 2.346e-04),
     },
-    s_per_work=2.099e-07,
-    calibrated_on='vm, 2 cores, load 4.1, 2026-12-02',
+    s_per_work=1.908e-06,
+    calibrated_on='vm, 2 cores, load 5.1, 2026-12-02',
 )
 
 
