@@ -137,7 +137,7 @@ demo: install
 	toio-nav demo
 
 # Benchmarks (not part of the test command): ratios against a baseline measured in the same run.
-BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency ble_air
+BENCHES := navigator_swarm sim_realtime arena_speed pose_to_motor_latency bluez_latency ble_air coordinated_swarm
 bench: install
 	@for b in $(BENCHES); do echo "== tools/bench/$$b.py"; python tools/bench/$$b.py || exit 1; done
 

@@ -54,3 +54,27 @@ def test_a_saved_file_without_every_run_the_table_needs_is_refused(table, tmp_pa
     (tmp_path / 'bad.json').write_text('[1, 2]')
     with pytest.raises(SystemExit, match='not a --trial-out file'):
         table.reuse_trials(tmp_path / 'bad.json', {('hlavoid', 'ble'): []}, scenarios, args)
+
+
+def test_runs_in_toio_nav_trial_files_are_taken_as_they_are_and_only_those_of_the_same_compute(table, tmp_path):
+    scenarios = load_scenarios(DEFAULT_SCENARIOS)[:2]
+    records = [dict(planner='coordinated', profile='ble', name=s.name, seed=k, compute=compute, success=True,
+                    made=compute) for s in scenarios for k in range(2) for compute in ('modelled', 'free')]
+    (tmp_path / 'ble.json').write_text(json.dumps({'results': records, 'summary': {}}))
+    args = argparse.Namespace(trial_planners='coordinated', trial_profiles='ble', trial_max_agents=64,
+                              trial_seeds=2, trial_compute='modelled', trial_memory_limit=4.0, jobs=1)
+    args.saved = table.saved_records(str(tmp_path / 'ble.json'))
+
+    class Bar:
+        def show(self, *_):
+            raise AssertionError('nothing may run: every run is in the file')
+
+        def clear(self):
+            pass
+    out = table.run_trials(scenarios, args, Bar())
+    assert [(r['name'], r['seed'], r['made']) for r in out[('coordinated', 'ble')]] == [
+        (s.name, k, 'modelled') for s in scenarios for k in range(2)]
+    assert args.taken == 4
+    (tmp_path / 'bad.json').write_text('{"results": 3}')
+    with pytest.raises(SystemExit, match='not a toio-nav trial --out file'):
+        table.saved_records(f"{tmp_path / 'ble.json'},{tmp_path / 'bad.json'}")

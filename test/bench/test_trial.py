@@ -196,7 +196,7 @@ def test_the_command_writes_one_record_per_scenario_and_seed(tmp_path, capsys):
         assert (r['planner'], r['profile']) == ('orca_kr', 'ideal')
     assert report['summary']['runs'] == 2 and report['profile']['name'] == 'ideal'
     stdout = capsys.readouterr().out
-    assert stdout.count('head_on_pair') == 2 and 'orca_kr / ideal: 2 runs' in stdout
+    assert stdout.count('head_on_pair') == 2 and 'orca_kr / ideal / compute modelled: 2 runs' in stdout
 
 
 @pytest.mark.parametrize('args, message', [

@@ -12,19 +12,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 #: what is over a limit today, each with who shortens it; the test fails for anything else, and for an entry here
 #: that is no longer over (delete it then)
-KNOWN_LONG = {
-    # the coordinated planner is being restructured into modules of one concept each: the planner engineer
-    # (issue 53) removes these four
-    'toio_navigator/planners/coordinated/planner.py': 'planner engineer, issue 53',
-    'toio_navigator/planners/coordinated/planner.py::CoordinatedPlanner.step': 'planner engineer, issue 53',
-    'toio_navigator/planners/coordinated/planner.py::CoordinatedPlanner._drive': 'planner engineer, issue 53',
-    'toio_navigator/planners/coordinated/lacam.py::search': 'planner engineer, issue 53',
-    # the generator of docs/planners.md's tables changes with the compute-charged trials: the trials engineer
-    # (issue 53) splits it
-    'tools/bench/planner_table.py': 'trials engineer, issue 53',
-    'tools/bench/planner_table.py::main': 'trials engineer, issue 53',
-    'tools/bench/planner_table.py::coordinated_section': 'trials engineer, issue 53',
-}
+KNOWN_LONG: dict[str, str] = {}
 
 
 def functions(tree: ast.AST, prefix: str = '') -> list[tuple[str, int]]:

@@ -2,17 +2,17 @@
 """Where the time of `coordinated` goes in the big crowds: the same scenarios, one layer of reality at a time.
 
 Each row adds one thing real cubes bring; each cell is a makespan in seconds (every run is given three times its
-time limit, so that it ends). docs/trial.md ("Where the time of the big crowds goes") shows the table and what
-follows from it.
+time limit, so that it ends).
 
 1. ideal discs on the ideal-disc lattice (``toio-nav bench``: the planner's own 2 u margin);
 2. ideal discs on the lattice of real cubes (the closed-loop margins: 13 u between cubes, 7 u to walls);
 3. the same with the bench's differential-drive model (exact positions, no delay, but cubes turn);
-4. a trial under the ``ideal`` profile, the speed law told that the link has no delay, 60 ms commands;
-5. a trial under the ``ideal`` profile;
-6. a trial under the ``ble`` profile.
+4. a trial under the ``ideal`` profile;
+5. a trial under the ``ble`` profile.
 
-    python tools/bench/crowd_layers.py -j 2         # the five scenarios of docs/trial.md (about 6 min on 2 cores)
+The trials charge no compute (``--free-compute``): this table is about carrying a plan out.
+
+    python tools/bench/crowd_layers.py -j 2         # its five big crowds (about 6 min on 2 cores)
     python tools/bench/crowd_layers.py --scenario circle_swap_16 --seed 1
 """
 from __future__ import annotations
@@ -37,7 +37,6 @@ SCENARIOS = 'circle_swap_32,circle_swap_64,random_mat_d20_s1,random_mat_d20_s2,r
 LIMIT_FACTOR = 3.0
 _REAL = CoordinatedParams()
 REAL_LATTICE = dict(margin=_REAL.loop_margin, wall_margin=_REAL.loop_wall_margin)
-NO_DELAY = dict(gate_latency=0.0, link_latency=0.03)    # the law's latencies: a link without delay
 
 # (label, how): ('bench', model, planner parameters) or ('trial', profile, planner parameters, navigator parameters)
 ROWS = [
@@ -45,8 +44,6 @@ ROWS = [
     ('ideal discs on the lattice of real cubes (D = 46 u)', ('bench', 'holonomic', REAL_LATTICE)),
     ('the same with `--model diff_drive` (exact positions, no delay, cubes turn)',
      ('bench', 'diff_drive', REAL_LATTICE)),
-    ('trial, `ideal` profile, the speed law told the link has no delay, 60 ms commands',
-     ('trial', 'ideal', NO_DELAY, {'command_duration_ms': 60})),
     ('trial, `ideal` profile', ('trial', 'ideal', {}, {})),
     ('trial, `ble` profile', ('trial', 'ble', {}, {})),
 ]
@@ -61,7 +58,7 @@ def makespan(job: tuple[str, int, int]) -> float | None:
     if kind == 'bench':
         metrics = run_scenario(scenario, CoordinatedPlanner(**planner_params), model=mode).metrics
     else:
-        loop = ClosedLoop(scenario, 'coordinated', get_profile(mode), seed, navigator[0])
+        loop = ClosedLoop(scenario, 'coordinated', get_profile(mode), seed, navigator[0], compute='free')
         planner = loop.controller.planner
         planner.params = dataclasses.replace(planner.params, **planner_params)
         metrics = compute_metrics(loop.run(), MetricSetup.from_scenario(scenario), name=name)

@@ -8,6 +8,8 @@ planners the navigator offers (hlavoid, orca_kr, orca_kr_diff, coordinated) in c
     python tools/bench/planner_table.py --no-cap            # every run to its end, the big circles too (slow)
     python tools/bench/planner_table.py --full-best -j 2 --trial-planners hlavoid --trial-reuse trials.json
                                        # a change to hlavoid only: the other planners' trials from a saved run
+    python tools/bench/planner_table.py --trial-planners coordinated --trial-records ble.json,loaded.json,unseen.json
+                                       # coordinated's trials from toio-nav trial --out files (run what is missing)
 
 Circle swaps with N >= --cap-from agents (default 128: circle_swap_128...1024) stop after --cap-steps (100) steps
 by default: they measure cost per agent-step (the cost-versus-N sweep), and the table marks them "cost only".
@@ -18,36 +20,39 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from planner_trials import (  # noqa: E402
+    TRIAL_PLANNERS,
+    cell,
+    comparison_section,
+    compute_section,
+    git_commit,
+    reuse_trials,
+    run_trials,
+    saved_records,
+    unseen_section,
+)
 
 from toio_navigator.bench.cli import DEFAULT_SCENARIOS, ProgressBar, machine  # noqa: E402
 from toio_navigator.bench.runner import run_scenario  # noqa: E402
 from toio_navigator.bench.scenarios import load_scenarios  # noqa: E402
-from toio_navigator.bench.trial.profiles import get_profile  # noqa: E402
-from toio_navigator.bench.trial.runner import run_trial  # noqa: E402
-from toio_navigator.control.navigator_settings import NavigatorSettings  # noqa: E402
 from toio_navigator.planners import BEST_PLANNER, COORDINATED, DIFF_DRIVE_PLANNERS, PLANNERS, make_planner  # noqa: E402
-from toio_navigator.planners.coordinated.planner import CoordinatedParams  # noqa: E402
 
 DOC = ROOT / 'docs' / 'planners.md'
+UNSEEN = ROOT / 'toio_navigator' / 'data' / 'scenarios_unseen.yaml'
 PLOT = ROOT / 'docs' / 'planner_cost.png'
-#: the planners the navigator node is run with: the reference, the best local planner (on ideal discs and on the
-#: differential drive) and the coordinating planner
-TRIAL_PLANNERS = ('hlavoid', BEST_PLANNER, 'orca_kr_diff', COORDINATED)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--scenarios', type=Path, default=DEFAULT_SCENARIOS)
     parser.add_argument('--planners', default=','.join(p for p in PLANNERS if p not in DIFF_DRIVE_PLANNERS),
@@ -66,11 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--trial-seeds', type=int, default=5, help='trial runs per scenario and profile')
     parser.add_argument('--trial-max-agents', type=int, default=64, help='trials only for scenarios this small')
     parser.add_argument('--no-trial', action='store_true', help='no closed-loop trials')
+    parser.add_argument('--trial-compute', default='modelled', choices=('modelled', 'measured', 'free'),
+                        help="how the trials charge the navigator's compute (docs/trial.md; default modelled)")
+    parser.add_argument('--trial-memory-limit', type=float, default=4.0, metavar='GB',
+                        help='address space of each trial run (beyond it the run fails as out of memory)')
+    parser.add_argument('--unseen', default=str(UNSEEN),
+                        help='the unseen scenario families, reported apart (empty: none)')
+    parser.add_argument('--unseen-planners', default=COORDINATED, help='planners run on the unseen families')
+    parser.add_argument('--unseen-seeds', type=int, default=3, help='trial seeds per unseen scenario (ble)')
     parser.add_argument('--trial-out', type=Path,
                         help='also write every trial record here ({"results": [...]}, as toio-nav trial --out)')
     parser.add_argument('--trial-reuse', type=Path,
                         help='take the trials of the planners not in --trial-planners from this file (written by '
                              '--trial-out): only for planners whose code has not changed since')
+    parser.add_argument('--trial-records',
+                        help='comma-separated toio-nav trial --out files: every run they hold (same planner, '
+                             'profile, scenario, seed and compute) is taken from there instead of run')
     parser.add_argument('--max-agents', type=int, help='only scenarios with at most this many cubes (all parts)')
     parser.add_argument('--coordinated-max-agents', type=int, default=256,
                         help=f'{COORDINATED} only on scenarios with at most this many cubes (its first step plans '
@@ -79,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--doc', type=Path, default=DOC)
     parser.add_argument('--plot', type=Path, default=PLOT)
     args = parser.parse_args(argv)
+    args.unseen = Path(args.unseen) if args.unseen else None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     scenarios = load_scenarios(args.scenarios)
     if args.max_agents is not None:
         scenarios = [s for s in scenarios if s.n_agents <= args.max_agents]
@@ -91,8 +113,22 @@ def main(argv: list[str] | None = None) -> int:
             missing[name] = str(exc)
             print(f'planner_table: skipping {name}: {exc}', file=sys.stderr)
     bar = ProgressBar()
-    results: dict[str, list[dict]] = {}
     started = time.monotonic()
+    results, diff_rows, full_best = run_bench(scenarios, planners, args, bar)
+    bench_s = time.monotonic() - started
+    trials = all_trials(scenarios, args, bar)
+    elapsed = time.monotonic() - started
+    args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
+    plot_cost(results, args.plot)
+    print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
+    return 0
+
+
+def run_bench(scenarios, planners, args, bar):
+    """The ideal-disc runs: (planner -> rows, differential-drive planner -> rows, the best planner's full runs)."""
+    results: dict[str, list[dict]] = {}
     total = len(planners) * len(scenarios)
     for p_index, planner in enumerate(planners):
         rows = results.setdefault(planner, [])
@@ -125,88 +161,25 @@ def main(argv: list[str] | None = None) -> int:
                 run = run_scenario(scenario, make_planner(BEST_PLANNER), progress=lambda k, n: bar.show(label, k, n))
                 bar.clear()
                 full_best.append(dict(run.metrics, capped=False))
-    bench_s = time.monotonic() - started
+    return results, diff_rows, full_best
+
+
+def all_trials(scenarios, args, bar) -> dict:
+    """The trials of the packaged scenarios ((planner, profile) -> records), the unseen families' in
+    ``args.unseen_rows``; every record also in --trial-out."""
+    args.saved = saved_records(args.trial_records)       # read now: the files may be written meanwhile
     trials = {} if args.no_trial else run_trials(scenarios, args, bar)
     args.reused = reuse_trials(args.trial_reuse, trials, scenarios, args) if args.trial_reuse and trials else None
+    unseen = {}
+    if not args.no_trial and args.unseen is not None:
+        unseen = run_trials(load_scenarios(args.unseen), args, bar, planners=args.unseen_planners.split(','),
+                            profiles=['ble'], seeds=args.unseen_seeds, tag='unseen')
+    args.unseen_rows = unseen
     if args.trial_out is not None:
-        records = [record for rows in trials.values() for record in rows]
+        records = [record for rows in list(trials.values()) + list(unseen.values()) for record in rows]
         args.trial_out.write_text(json.dumps({'results': records, 'commit': git_commit()}, indent=1) + '\n',
                                   encoding='utf-8')
-    elapsed = time.monotonic() - started
-    args.parts = dict(bench=bench_s, trials=elapsed - bench_s)
-    args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, missing, args, elapsed, full_best, diff_rows, trials), encoding='utf-8')
-    plot_cost(results, args.plot)
-    print(f'wrote {args.doc} and {args.plot} in {elapsed / 60:.1f} min', file=sys.stderr)
-    return 0
-
-
-def _trial_job(job) -> dict:
-    scenario, planner, profile, seed = job
-    return run_trial(scenario, planner, get_profile(profile), seed).record
-
-
-def run_trials(scenarios, args, bar) -> dict[tuple[str, str], list[dict]]:
-    """(planner, profile) -> trial records, every small enough scenario and seed."""
-    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    small = [s for s in scenarios if s.n_agents <= args.trial_max_agents]
-    jobs = [(s, planner, profile, seed) for planner in planners for profile in profiles for s in small
-            for seed in range(args.trial_seeds)]
-    out: dict[tuple[str, str], list[dict]] = {}
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for index, (job, record) in enumerate(zip(jobs, pool.map(_trial_job, jobs)), 1):
-            bar.show(f'[trials] {job[1]} {job[2]} {job[0].name} seed {job[3]}', index, len(jobs))
-            out.setdefault((job[1], job[2]), []).append(record)
-    bar.clear()
-    return out
-
-
-def git_commit() -> str | None:
-    """The checkout's commit, with "+changes" when its files differ from it (None outside git)."""
-    try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ('+changes' if dirty else '')
-
-
-def reuse_trials(path: Path, trials: dict, scenarios, args) -> str:
-    """Add to ``trials`` the saved records of every planner this run did not try, for the same profiles,
-    scenarios and seeds (SystemExit naming what is missing); which planners came from which commit."""
-    try:
-        saved = json.loads(path.read_text(encoding='utf-8'))
-        records = saved['results']
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f'planner_table: --trial-reuse {path}: not a --trial-out file ({exc})') from exc
-    ran = {planner for planner, _ in trials}
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    wanted = {(s.name, seed) for s in scenarios if s.n_agents <= args.trial_max_agents
-              for seed in range(args.trial_seeds)}
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in records:
-        if r['planner'] not in ran and r['profile'] in profiles and (r['name'], r['seed']) in wanted:
-            groups.setdefault((r['planner'], r['profile']), []).append(r)
-    reused = sorted({planner for planner, _ in groups})
-    order = {s.name: i for i, s in enumerate(scenarios)}
-    for planner in reused:
-        for profile in profiles:
-            rows = groups.get((planner, profile), [])
-            have = {(r['name'], r['seed']) for r in rows}
-            if have != wanted:
-                raise SystemExit(f'planner_table: --trial-reuse {path}: {planner} under {profile} lacks '
-                                 f'{len(wanted - have)} of the {len(wanted)} runs this table needs')
-            trials[(planner, profile)] = sorted(rows, key=lambda r: (order[r['name']], r['seed']))
-    args.trial_planners = ','.join(sorted(ran | set(reused),
-                                          key=lambda p: TRIAL_PLANNERS.index(p) if p in TRIAL_PLANNERS else 99))
-    return f'{", ".join(reused)} from {path.name} (commit {saved.get("commit") or "unknown"})' if reused else ''
-
-
-def cell(value, fmt):
-    return '–' if value is None else format(value, fmt)
+    return trials
 
 
 def success_cell(r):
@@ -217,12 +190,15 @@ def success_cell(r):
     return 'yes (contacts)' if r['success'] else f"no ({r['fraction_arrived']:.0%} arrived)"
 
 
-def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
+def header(args, elapsed, full_best, trials) -> list[str]:
+    """The document's head: the command that made it, what the runs are, the machine and the wall time."""
     m = machine()
     command = 'python tools/bench/planner_table.py' + (' --full-best' if full_best else '') + \
         (f' --max-agents {args.max_agents}' if args.max_agents is not None else '') + \
         (' --no-trial' if not trials else f' -j {args.jobs}' if args.jobs > 1 else '')
-    lines = [
+    if trials and args.trial_planners != ','.join(TRIAL_PLANNERS):
+        command += f' --trial-planners {args.trial_planners}'
+    return [
         '# Planners: results',
         '',
         '<!-- generated by tools/bench/planner_table.py; do not edit by hand -->',
@@ -256,13 +232,33 @@ def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials
         ('' if args.max_agents is None else f' Only the scenarios with at most {args.max_agents} cubes.') +
         (f' Trials of {args.reused} (`--trial-reuse`: their code had not changed).' if args.reused else ''),
         '',
-    ]
-    lines += planners_section()
+    ] + trial_note(args, trials)
+
+
+def trial_note(args, trials) -> list[str]:
+    """Which planners' trials are missing, and how many runs came from saved records."""
+    out = []
+    absent = [p for p in TRIAL_PLANNERS if trials and p not in args.trial_planners.split(',')]
+    if absent:
+        out.append('Closed-loop trials of ' + ', '.join(f'`{p}`' for p in absent) + ' were not run for this table '
+                   '(too long on this machine with the compute charged); their ideal-disc rows are current.')
+    if getattr(args, 'taken', 0):
+        out.append(f'{args.taken} trial runs were taken from `toio-nav trial --out` files (`--trial-records`: the '
+                   'same records, made once).')
+    return out + [''] if out else []
+
+
+def render(results, missing, args, elapsed, full_best=(), diff_rows=None, trials=None) -> str:
+    lines = header(args, elapsed, full_best, trials)
+    lines += planners_section(args.doc)
     if missing:
         lines += ['Planners not available when the table was made: ' +
                   '; '.join(f'`{k}` ({v})' for k, v in missing.items()), '']
     if trials:
         lines += comparison_section(results, diff_rows or {}, trials, args)
+        lines += compute_section(trials, args)
+    if getattr(args, 'unseen_rows', None):
+        lines += unseen_section(args.unseen_rows, args)
     lines += summary_table(results)
     if diff_rows:
         lines += ['### Differential-drive model', '',
@@ -304,84 +300,8 @@ def _parts(args) -> str:
     return ', '.join(f'{name} {seconds / 60:.1f} min' for name, seconds in parts.items())
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
 
-
-def _tally(rows) -> str:
-    return f"{sum(bool(r['success_collision_free']) for r in rows)}/{len(rows)}"
-
-
-def _contacts(rows) -> int:
-    return int(sum(r['collisions'] + r['obstacle_collisions'] for r in rows))
-
-
-def comparison_section(results, diff_rows, trials, args) -> list[str]:
-    """The planners the navigator runs with, side by side: ideal discs and closed-loop trials, and the
-    coordinated planner's makespan against orca_kr's where orca_kr succeeds."""
-    profiles = [p.strip() for p in args.trial_profiles.split(',') if p.strip()]
-    planners = [p.strip() for p in args.trial_planners.split(',') if p.strip()]
-    small = lambda rows: [r for r in rows if r['n_agents'] <= args.trial_max_agents and not r['capped']]  # noqa
-    names = [r['name'] for r in small(next(iter(results.values()), []))]
-    head = '| planner | ideal discs: successes | contacts | median makespan s |' + ''.join(
-        f' `{p}` trials: successes | contacts | median makespan s |' for p in profiles)
-    lines = [f'## `{COORDINATED}` beside the reference and the best local planners', '',
-             f'The {len(names)} scenarios with at most {args.trial_max_agents} cubes: collision-free successes / runs, '
-             'contact events (cube and obstacle) summed over the runs, median makespan of the runs where every cube '
-             f'arrived. Trials: {args.trial_seeds} seeds per scenario. `orca_kr_diff` is tuned for the '
-             'differential drive, so its ideal-disc columns are from that model.', '',
-             head, '|---' * (1 + 3 * (1 + len(profiles))) + '|']
-    for planner in planners:
-        bench = small(diff_rows.get(planner, []) if planner == 'orca_kr_diff' else results.get(planner, []))
-        cells = [f'`{planner}`', _tally(bench), str(_contacts(bench)),
-                 cell(_median([r['makespan'] for r in bench]), '.2f')]
-        for profile in profiles:
-            rows = trials.get((planner, profile), [])
-            cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    lines.append('')
-    ours, base = results.get(COORDINATED, []), results.get(BEST_PLANNER, [])
-    if ours and base:
-        lines += [f'### Makespan of `{COORDINATED}` against `{BEST_PLANNER}` where `{BEST_PLANNER}` succeeds', '',
-                  'Ideal discs, and the median over the trial seeds where both succeed (`ble` profile).', '',
-                  '| scenario | ideal: coordinated s | orca_kr s | ratio | ble: coordinated s | orca_kr s | ratio |',
-                  '|---|---:|---:|---:|---:|---:|---:|']
-        ble_ours = trials.get((COORDINATED, 'ble'), [])
-        ble_base = trials.get((BEST_PLANNER, 'ble'), [])
-        for a, b in zip(small(ours), small(base)):
-            both = [(x['makespan'], y['makespan']) for x in ble_ours for y in ble_base
-                    if x['name'] == y['name'] == a['name'] and x['seed'] == y['seed']
-                    and x['success_collision_free'] and y['success_collision_free']]
-            t_ours, t_base = _median([x for x, _ in both]), _median([y for _, y in both])
-            if not (b['success_collision_free'] or both):
-                continue
-            ratio = a['makespan'] / b['makespan'] if b['success_collision_free'] and a['makespan'] else None
-            t_ratio = t_ours / t_base if both else None
-            lines.append(f"| {a['name']} | {cell(a['makespan'], '.2f')} | "
-                         f"{cell(b['makespan'] if b['success_collision_free'] else None, '.2f')} | "
-                         f"{cell(ratio, '.2f')} | {cell(t_ours, '.2f')} | {cell(t_base, '.2f')} | "
-                         f"{cell(t_ratio, '.2f')} |")
-        lines.append('')
-    per = {p: trials.get((COORDINATED, p), []) for p in profiles}
-    if any(per.values()):
-        lines += [f'### `{COORDINATED}` in the trials, per scenario', '',
-                  '| scenario | N |' + ''.join(f' `{p}` successes | contacts | median makespan s |'
-                                             for p in profiles),
-                  '|---|---:' + '|---:' * 3 * len(profiles) + '|']
-        for name in names:
-            cells = []
-            n_agents = None
-            for p in profiles:
-                rows = [r for r in per[p] if r['name'] == name]
-                n_agents = rows[0]['n_agents'] if rows else n_agents
-                cells += [_tally(rows), str(_contacts(rows)), cell(_median([r['makespan'] for r in rows]), '.2f')]
-            lines.append(f'| {name} | {n_agents} | ' + ' | '.join(cells) + ' |')
-        lines.append('')
-    return lines
-
-
-def planners_section() -> list[str]:
+def planners_section(doc: Path = DOC) -> list[str]:
     return [
         '## Planners',
         '',
@@ -430,154 +350,21 @@ def planners_section() -> list[str]:
         'Everything is deterministic for a given seed (the seed is the CRC-32 of the scenario name, reported in',
         'the JSON); the RVO2-style 0.01 u/s seeded perturbation of the preferred velocity is kept as in plain ORCA.',
         '',
-    ] + coordinated_section()
+    ] + coordinated_section(doc)
 
 
-def coordinated_section() -> list[str]:
-    """How `coordinated` works; every number that is one of its parameters is read from CoordinatedParams."""
-    p = CoordinatedParams()
-    moves = (f'{p.shorten_moves}' if p.shorten_moves == p.lns_moves
-             else f'{p.shorten_moves} and {p.lns_moves}')
-    return [
-        f'### How `{COORDINATED}` works, and why these techniques',
-        '',
-        'A local planner reacts to what is near and cannot promise arrival: in a corridor one cube wide, a',
-        'doorway or a U-shaped trap its best move is to wait, or to head for the goal, for ever. The navigator sees',
-        f'every cube, so `{COORDINATED}` plans for the whole swarm at once and then carries the plan out in a way no',
-        'timing can break (`planners/coordinated`).',
-        '',
-        '1. **A graph of the mat.** The usable area becomes a lattice of rows at least one pair distance D apart',
-        '   (D = 2r + margin) with vertices D / (√3/2) apart along each row, every other row offset by half of',
-        '   that (triangles). An edge is kept only if every other vertex lies at least D from it, so two cubes on',
-        '   different vertices, or on edges without a common vertex, never come closer than D: the coordination',
-        '   only has to look at shared vertices. The rows are placed where cubes fit best (dynamic programming over',
-        '   row positions; a passage between walls gets as many lanes as fit, each in its middle), and of both',
-        '   orientations and several offsets the lattice that covers the free space best and misses none of its',
-        '   connections is kept. Each cube\'s start and goal are vertices of its own; two starts, or two goals, may',
-        '   lie closer than D, and then keep the distance they have. A route field per goal (all edges relaxed at',
-        '   once in numpy) gives the distance to it from every vertex; it has no local minimum, so a U-trap is',
-        '   left by its opening.',
-        '2. **A plan for everyone.** LaCAM (Okumura, AAAI 2023) searches configurations depth first, using PIBT',
-        '   (priority inheritance with backtracking; Okumura et al., IJCAI 2019) to propose the next one and adding',
-        '   one constraint per return to a configuration, so it finds a plan whenever one exists (given budget),',
-        '   including the ones PIBT alone never finds: a pair swapping through a one-lane corridor has to go out,',
-        '   let the others through and come back. PIBT here never lets a cube follow another round a cycle or',
-        '   swap with it, and records the order in which the moves of each step must happen (a cube enters space',
-        f'   another leaves only after it). For up to {p.pbs_agents} cubes, when that plan is long, '
-        'priority-based search (Ma et',
-        '   al., AAAI 2019: branch on which of two conflicting cubes plans around the other, space-time A* per cube',
-        '   taking the fewest turns among equally fast paths) often finds a shorter one. Detours that nobody',
-        '   needed are removed: a step away and back, or round two sides of a lattice triangle instead of one.',
-        '   For real cubes PIBT proposes no move that turns (60 degrees or more) from the way the cube came unless',
-        '   it stood still the step before: a real cube stops to turn on the spot, and plans that count a step',
-        '   for it turn less (docs/trial.md). (A step between a start or goal and a lattice vertex in the same',
-        '   place is no motion: it neither turns a cube nor counts as standing still. PIBT and the space-time',
-        '   search below share this one rule, `CoordinationGraph.turn_cosine`.) A swarm search still leaves many',
-        '   cubes waiting, or pushed out of the way and back, for longer than anyone needed; so the most',
-        '   promising plan is improved by large neighbourhood search (Li et al., IJCAI 2021). First one cube at',
-        '   a time: its path is planned again by space-time A* around everyone else\'s (for real cubes with the',
-        '   same standing turns), and kept where it arrives sooner, or as soon in fewer moves. Then '
-        f'up to {p.lns_rounds}',
-        f'   times a group of {p.lns_size} cubes (at random, or a late cube with the cubes whose '
-        'paths come nearest its own)',
-        '   is planned again, one after the other around everyone else, and kept where the group arrives sooner',
-        '   in all: one cube at a time cannot undo two cubes in each other\'s way. For real cubes both stages count',
-        f'   a move into a vertex another cube leaves in the same step as costing {p.follow_cost:g} step more, in the',
-        '   searches and in what a group is kept for: such a cube sets off only once it has seen the other go and',
-        '   its own command has come, and a plan that hands off less is carried out sooner (docs/trial.md). Each',
-        f'   of the two stages may try {moves} moves per cube in all, since the cubes stand while a plan is made',
-        '   (a run of a 39-cube crowd took 60 to 140 s of CPU here, most of it planning, as its plans are often',
-        '   made again). A cube planned again moves, in each step, after the cubes whose',
-        '   space it enters and before those that enter space it leaves; it may do both when every cube it',
-        '   follows already moves before every cube it leads in that step\'s order, so the plan stays valid.',
-        '   (Allowed only one of the two, shortening kept few paths: a cube\'s own path in a dense swarm plan',
-        '   often does both.) The plan after each stage is kept if the estimate ranks it first: the sum of',
-        '   arrival steps that the stages shorten is not what a real swarm takes (what this changed in the',
-        f'   trials: docs/trial.md). For real cubes a plan with more than {p.long_plan:g} times as '
-        'many steps as the longest',
-        f'   shortest route is made again with other seeds, up to {p.remakes} times, and the one '
-        'with the fewest steps kept:',
-        '   the plans of one crowd, made from nearly the same positions, took 15 to 34 steps (docs/trial.md).',
-        f'   The plan kept is then improved by {p.loop_lns_rounds} groups more (at most {p.loop_lns_moves} moves '
-        'per cube), and kept improved',
-        '   if it has fewer steps: the estimate alone once kept a 24-step plan that came late, not a 19-step one.',
-        '   The cubes stand while a plan is made, so a live navigator stops improving it after `plan_time_s`',
-        f'   ({NavigatorSettings().plan_time_s:g} s; its first searches always run to their end): the swarm then '
-        'drives a longer plan but sets',
-        '   off far sooner (docs/trial.md). The trials and this table plan without that limit.',
-        '3. **A schedule that holds whatever the timing.** Real cubes are late, slow or stopped, so the plan is',
-        '   kept only as an order: each cube follows its own path, and wherever its way conflicts with another',
-        '   cube\'s, the one that comes later in the plan waits until the other has passed (the temporal plan graph',
-        '   / action dependency graph of Hönig et al., 2016 and RA-L 2019). Those waits form no cycle, so the cube',
-        '   holding the earliest unfinished part can always go on: no dead-lock. Each tick every cube\'s progress',
-        '   along its path is measured and it may go only as far as keeps D from what is left of the ways it waits',
-        '   for. A cube that every command under way still drives on, and that is seen to move, '
-        f'counts as {p.onward_time:g} s',
-        '   further along at the slowest of those commands: the cube waiting for it sets off as it is about to',
-        '   pass, not a measurement and a link latency after it has passed (the 20 % crowds 0.7 s sooner under',
-        f'   `ble`, 2.0 s under `loaded`). {p.onward_time:g} s is less than a waiting cube needs to '
-        'reach that way (D at full',
-        '   speed, 0.28 s, + its command\'s latency); with 0.45 s cubes raced into each other.',
-        '   The order is kept even when the cube waited for is late: letting the held cube go first where',
-        '   the late one was still far from their crossing (when that could close no cycle) made the swarm',
-        '   slower, and it was dropped (docs/trial.md).',
-        '   Paths are straightened first: a lattice path zigzags from row to row, and a real cube slows at',
-        '   every corner and turns on the spot (under `ble` timing one cube took 5.2 s for 300 u along the',
-        '   lattice, 2.2 s straight). Greedily, cube after cube, a path drives straight from one of its vertices',
-        '   to a later one wherever that keeps the walls\' clearance and every item of another cube it would come',
-        '   within D of lies wholly before or wholly after that straight move in the plan\'s time (it begins when',
-        '   the plan leaves the first vertex and ends when the plan reaches the last). Conflicts then still have',
-        '   a strict order in time, so the waits still form no cycle.',
-        '4. **Driving real cubes.** The speed alone decides where a cube stops: it goes only as fast as lets it',
-        '   stop within its limit given what is under way: the fastest command sent within a link latency and a',
-        '   tick runs on until the new one takes effect (state age + a typical link latency, '
-        f'{p.gate_latency:g} s, + motor lag),',
-        '   then the new one runs its duration. A slower link, or a lost write that leaves an older command running',
-        '   for its whole duration, is left to the pair distance\'s margin and the safety layer (counting every',
-        '   such command made cubes stop and set off again at every limit). It creeps below the wheels\' dead',
-        '   zone, slows for corners, turns in place where its way lies more than '
-        f'{math.degrees(p.align_stop):g}° off its heading and drives on',
-        f'   slowly while it turns from there (full speed within {math.degrees(p.align_full):g}°: at a 60° '
-        'corner of a way across the',
-        '   lattice\'s rows it no longer stands until it has turned; docs/trial.md), and gets a waypoint that cuts',
-        '   a corner by no more than a few units. Where its way turns back by more than 90° it stops at the corner',
-        '   and drives on backwards instead of turning round (the controller steers it as a cube facing the other',
-        '   way, its wheel commands negated and swapped), and keeps driving backwards until its way lies ahead of',
-        f'   it again by {math.degrees(p.backward_switch):g}° past square: a cube pushed out of the '
-        'way and back, common in a crowd, no longer turns',
-        '   180° twice. The plan still makes it stand a step before going back (it stops there anyway; plans',
-        '   without that step shuffled cubes to and fro more).',
-        '   Under it, a safety layer slows any cube that would close in on another closer than touching +',
-        f'   {p.apart:g} u within its reaction time (with the worst link latency), its way a curve: '
-        'turning on as it turns',
-        '   until a new command takes effect, then steered towards its waypoint as CubeHandle steers it; past a',
-        '   cube standing beside that way it may go on to where the way enters that cube\'s disc, towards one that',
-        f'   comes towards it half their distance less touching + {p.apart:g} u (the other one\'s check takes the',
-        '   other half; each taking all of it, two cubes passing head-on touched), and a speed it leaves below the',
-        '   wheels\' dead zone is a stop. Pairs are looked at within both cubes\' reach. (Straight lines along its',
-        '   heading as well held cubes back from others they would pass 46 u away, the 20 % crowds under `ble`',
-        '   0.35-2 s longer; a straight line to the waypoint alone let a cube still turning out of a corner touch a',
-        '   standing one.) The plan cannot see what that layer',
-        '   does: a held cube standing a little off its path, towards the next lattice row, can keep a cube on',
-        '   that row from passing it, while it waits for that very cube in the plan; so a held cube that stands',
-        '   further off its path than it may stray, and for which the layer stopped another cube, creeps back',
-        '   onto its path; one that overran its limit (a late host) backs along its path until it stands clear',
-        '   of the ways it waits for. A cube that strays far from its path, a change of goals or of the cubes',
-        '   that can move, or a long stop without progress makes everyone stop and plan again from where they are.',
-        '   A cube of the plan out for a moment (its states stopped coming, the controller stops it) is held in',
-        '   the plan instead: planning again each time one cube\'s link hiccuped kept a busy host\'s live swarm',
-        '   from ever arriving; held too long, it stalls the others and they plan again without it.',
-        f'   A cube whose progress has come to the end of its path stands, unless it is more than {p.settle:g} u '
-        'from that',
-        '   end (it ran past it, or beside it): then it creeps back onto it. One stood 10.2 u off its goal for',
-        '   good, counted as arrived by the plan and never reported reached by the navigator.',
-        '',
-        f'On ideal discs (`state.latency` = 0) the same layers run with a {p.margin:g} u margin and '
-        'exact motion. The controller',
-        'leaves the dead-locks of a coordinating planner to it (no side-steps) and lets it move a cube off its goal',
-        'to let another one pass.',
-        '',
-    ]
+COORDINATED_BEGIN = '<!-- coordinated: design (hand-written, issue-53-planner) -->'
+COORDINATED_END = '<!-- coordinated: end -->'
+
+
+def coordinated_section(doc: Path = DOC) -> list[str]:
+    """How `coordinated` works: the hand-written block of the existing document, kept as it is (its authors
+    edit it there, between COORDINATED_BEGIN and COORDINATED_END)."""
+    text = doc.read_text(encoding='utf-8') if doc.is_file() else ''
+    if COORDINATED_BEGIN in text and COORDINATED_END in text:
+        block = text[text.index(COORDINATED_BEGIN):text.index(COORDINATED_END) + len(COORDINATED_END)]
+        return block.splitlines() + ['']
+    return [COORDINATED_BEGIN, f'### How `{COORDINATED}` works', '', '(to be written)', '', COORDINATED_END, '']
 
 
 def summary_table(results) -> list[str]:

@@ -23,8 +23,9 @@ import numpy as np
 from toio_navigator.cube import protocol as pr
 from toio_navigator.sim.virtual_cube import VirtualCubes
 
-#: event kinds, in the order simultaneous events are handled (the cube side first, then the host)
-ARRIVE, NOTIFY, WRITE, STATE, TIMER, TICK = range(6)
+#: event kinds, in the order simultaneous events are handled (the cube side first, then the host: a tick's
+#: commands leave before the inputs that waited for it are read)
+ARRIVE, NOTIFY, WRITE, EMIT, STATE, TIMER, TICK = range(7)
 
 
 class EventQueue:
@@ -78,15 +79,18 @@ class MotorLink:
         self.last_write = np.full(n, -math.inf)
         self.last_arrival = np.full(n, -math.inf)
         self.counters = LinkCounters()
+        self.first_motion: float | None = None     # when the first write that drives a wheel (not lost) was sent
 
-    def submit(self, cube: int, left: int, right: int, duration_ms: int, now: float) -> None:
-        """The driver got a motor command at ``now``."""
+    def submit(self, cube: int, left: int, right: int, duration_ms: int, now: float,
+               stamp: float | None = None) -> None:
+        """The driver got a motor command at ``now``, stamped ``stamp`` (the start of the tick that made it;
+        default ``now``)."""
         c = self.counters
         c.commands += 1
         if self.pending[cube] is not None:
             c.coalesced += 1
-        # stamped with the tick that sent it, as the node does: the driver runs it until now + duration at most
-        self.pending[cube] = (left, right, duration_ms, now + duration_ms / 1000.0)
+        # stamped with the tick that sent it, as the node does: the driver runs it until stamp + duration at most
+        self.pending[cube] = (left, right, duration_ms, (now if stamp is None else stamp) + duration_ms / 1000.0)
         if not self.draining[cube]:
             self.draining[cube] = True
             self.events.push(max(now, self.last_write[cube] + self.min_interval_s), WRITE, cube)
@@ -110,6 +114,8 @@ class MotorLink:
         if lost:
             c.writes_lost += 1
             return
+        if self.first_motion is None and (left or right):
+            self.first_motion = now
         arrival = max(now + delay, self.last_arrival[cube])
         self.last_arrival[cube] = arrival
         self.events.push(arrival, ARRIVE, cube, data)

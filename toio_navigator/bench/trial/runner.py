@@ -13,8 +13,11 @@ metrics are computed on the true positions in scenario coordinates with the benc
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -24,9 +27,11 @@ import numpy as np
 from toio_navigator.bags.replay import default_parameter_files, read_parameter_files, settings_from_parameters
 from toio_navigator.bench.metrics import MetricSetup, compute_metrics
 from toio_navigator.bench.scenarios import Scenario
+from toio_navigator.bench.trial.compute import Compute
 from toio_navigator.bench.trial.diagnosis import diagnose
 from toio_navigator.bench.trial.link import (
     ARRIVE,
+    EMIT,
     NOTIFY,
     STATE,
     TICK,
@@ -50,6 +55,7 @@ PHYSICS_DT = WorldParams().dt   # s: the simulator's own step (50 Hz, as mat_sim
 MAT_MARGIN = 60.0          # mat units around everything a scenario holds (the border's avoid zone is ~40)
 MAT_ORIGIN = 45.0          # a shifted scenario's mat starts where the collection mat does
 FRESH_TICK_FRACTION = 0.8  # the node never ticks sooner than this many periods after the last tick
+STATE_DEPTH = 5            # states a busy navigator keeps per cube (its subscription's sensor-data QoS: last 5)
 
 
 @dataclass
@@ -80,11 +86,14 @@ def place(scenario: Scenario) -> Placement:
 
 
 def navigator_setup(scenario: Scenario, placement: Placement, planner: str, overrides: dict | None = None):
-    """(settings, params, handle, tick_on_fresh_states) of the navigator node for this scenario: the package's
-    parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the disc the
-    planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name -> value).
-    ValueError naming a bad override."""
+    """(settings, params, handle, tick_on_fresh_states, config) of the navigator node for this scenario: the
+    package's parameter files, then the scenario's task (cubes, mat, obstacles as walls, speed, goal tolerance, the
+    disc the planners plan with; the border moved with the mat edges), then ``overrides`` (parameter name ->
+    value). ``config``: a digest of the files' parameters and the overrides (a run is a function of them: records
+    made with other ones say so). ValueError naming a bad override."""
     parameters = read_parameter_files(default_parameter_files())
+    config = hashlib.sha256(json.dumps([parameters, overrides or {}], sort_keys=True, default=str).encode()
+                            ).hexdigest()[:12]
     cubes = [f'cube{i}' for i in range(scenario.n_agents)]
     (cx0, cy0, cx1, cy1) = parameters.get('mat_rect', (45.0, 45.0, 455.0, 455.0))
     x0, y0, x1, y1 = placement.rect
@@ -103,7 +112,7 @@ def navigator_setup(scenario: Scenario, placement: Placement, planner: str, over
     (hx0, hx1), (hy0, hy1) = handle.border_x, handle.border_y
     handle = replace(handle, border_x=(hx0 + shift[0], hx1 + shift[1]), border_y=(hy0 + shift[2], hy1 + shift[3]))
     settings.check()
-    return settings, params, handle, bool(parameters.get('tick_on_fresh_states', True))
+    return settings, params, handle, bool(parameters.get('tick_on_fresh_states', True)), config
 
 
 @dataclass
@@ -113,17 +122,21 @@ class TrialResult:
     step_ms: np.ndarray                  # wall time of every navigator tick
     simulated_s: float = 0.0
     wall_s: float = 0.0
+    compute_cpu_s: float = 0.0           # CPU seconds the navigator's ticks took in this process
 
 
 class ClosedLoop:
     """The simulated cubes, the link and the navigator host of one run."""
 
     def __init__(self, scenario: Scenario, planner: str, profile: TimingProfile, seed: int,
-                 overrides: dict | None = None) -> None:
+                 overrides: dict | None = None, compute: str | Compute = 'modelled') -> None:
+        """``compute``: how the navigator's compute is charged (a mode of compute.MODES, or a Compute)."""
         profile.check()
+        self.compute = compute if isinstance(compute, Compute) else Compute(compute, planner)
         self.scenario, self.profile = scenario, profile
         self.placement = place(scenario)
-        settings, params, handle, self.tick_on_fresh = navigator_setup(scenario, self.placement, planner, overrides)
+        settings, params, handle, self.tick_on_fresh, self.config = navigator_setup(scenario, self.placement, planner,
+                                                                                    overrides)
         self.period = 1.0 / settings.rate_hz
         self.rng = streams(seed, scenario.seed)
         off = self.placement.offset
@@ -144,6 +157,7 @@ class ClosedLoop:
             cube.write(pr.Characteristic.CONFIGURATION, every_step)
         self.now = 0.0
         self.controller = SwarmController(settings, params, handle, clock=lambda: self.now)
+        self.compute.attach(self.controller.planner, clock=lambda: self.now)
         self.events = EventQueue()
         self.link = MotorLink(self.firmware, self.events, _driver_min_interval(), profile.write_latency,
                               profile.write_loss, self.rng['write_latency'], self.rng['write_loss'],
@@ -158,6 +172,9 @@ class ClosedLoop:
         self.fresh: set[int] = set()
         self.last_tick = -math.inf
         self.tick_due = False           # a tick is decided but has not run yet (a late host)
+        self.busy_until = -math.inf     # the navigator computes a tick until then
+        self.waiting = [deque() for _ in self.cubes]   # states the busy navigator has not read yet, per cube
+        self.states_dropped = 0
         self.stall = self._next_stall(0.0)
         self.step_ms: list[float] = []
         self.ticks = self.stalls = 0
@@ -185,6 +202,10 @@ class ClosedLoop:
         return start, start + p.stall_s
 
     def _host_busy_until(self, t: float) -> float:
+        """If the navigator process is computing a tick or stalled at ``t``: when it is free again; else ``t``."""
+        return self._stalled_until(max(t, self.busy_until))
+
+    def _stalled_until(self, t: float) -> float:
         """If the navigator process is stalled at ``t``: when it runs again; else ``t``."""
         while t >= self.stall[1]:
             self.stall = self._next_stall(self.stall[1])
@@ -196,12 +217,21 @@ class ClosedLoop:
         self.last_tick = self.now
         self.fresh.clear()
         started = time.perf_counter()
-        decisions = self.controller.step(self.now)
+        decisions, charge = self.compute.run_tick(self.controller.step, self.now, self.controller.planner,
+                                                  len(self.cubes))
         self.step_ms.append((time.perf_counter() - started) * 1e3)
         self.ticks += 1
+        if charge > 0.0:               # its commands leave once it is computed; everything else waits meanwhile
+            self.busy_until = self.now + charge
+            self.events.push(self.busy_until, EMIT, -1, (decisions, self.now))
+        else:
+            self._emit(decisions, self.now)
+
+    def _emit(self, decisions, stamp: float) -> None:
+        """A tick's motor commands go to the driver now, stamped with the tick's start."""
         for i, cmd in enumerate(decisions):
             if cmd.motor is not None:
-                self.link.submit(i, cmd.motor[0], cmd.motor[1], cmd.motor[2], self.now)
+                self.link.submit(i, cmd.motor[0], cmd.motor[1], cmd.motor[2], self.now, stamp)
 
     def _on_state(self, i: int, reading) -> None:
         x, y, theta, on_mat, stamp = reading
@@ -228,25 +258,42 @@ class ClosedLoop:
             self.link.on_arrive(cube, payload, when)
         elif kind == WRITE:
             self.link.on_write(cube, when)
+        elif kind == EMIT:                  # the end of a tick's compute (a stall meanwhile delays it further)
+            ready = self._stalled_until(when)
+            if ready > when:
+                self.events.push(ready, kind, cube, payload)
+            else:
+                self._emit(*payload)
         elif kind == NOTIFY:
             reading = self.feed.take(cube, self.link.counters)
             self.events.push(when + self.feed.next_interval(), NOTIFY, cube)
             if reading is not None:     # the driver stamps it on reception; the navigator may take it later
-                ready = self._host_busy_until(when)
-                if ready > when:
-                    self.events.push(ready, STATE, cube, (*reading, when))
-                else:
-                    self._on_state(cube, (*reading, when))
+                self._receive(cube, (*reading, when))
         else:                           # STATE, TIMER or TICK: the navigator process must be running
             ready = self._host_busy_until(when)
             if ready > when:
                 self.events.push(ready, kind, cube, payload)
             elif kind == STATE:
-                self._on_state(cube, payload)
+                self._on_state(cube, self.waiting[cube].popleft())
             elif kind == TIMER:
                 self._on_timer()
             else:
                 self._tick()
+
+    def _receive(self, i: int, reading: tuple) -> None:
+        """A state reaches the navigator's subscription: read now, or queued (in order, the last STATE_DEPTH
+        per cube: older ones are dropped, as the subscription's queue drops them) until the navigator is free."""
+        ready = self._host_busy_until(self.now)
+        queue = self.waiting[i]
+        if ready == self.now and not queue:
+            self._on_state(i, reading)
+            return
+        if len(queue) == STATE_DEPTH:
+            queue.popleft()
+            self.states_dropped += 1
+        else:
+            self.events.push(ready, STATE, i)
+        queue.append(reading)
 
     # ---- the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
@@ -283,12 +330,14 @@ def _driver_min_interval() -> float:
 
 
 def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, overrides: dict | None = None,
-              progress: Callable[[int, int], None] | None = None) -> TrialResult:
-    """Run one (scenario, seed). The record holds the benchmark's metrics (success, collisions, makespan, ...,
-    computed on the true positions), ``failure`` (None or why), what the link did and the seed; wall-clock
-    numbers are kept out of it so that a seed gives the same record bit for bit."""
+              progress: Callable[[int, int], None] | None = None, compute: str | Compute = 'modelled') -> TrialResult:
+    """Run one (scenario, seed) with the navigator's compute charged as ``compute`` says (compute.MODES). The
+    record holds the benchmark's metrics (success, collisions, makespan from the goals, ..., computed on the true
+    positions), ``failure`` (None or why), the compute charged, when the first cube was told to move, what the
+    link did and the seed; wall-clock and CPU figures are kept out of it so that a seed gives the same record bit
+    for bit (unless ``compute`` is 'measured')."""
     started = time.perf_counter()
-    loop = ClosedLoop(scenario, planner, profile, seed, overrides)
+    loop = ClosedLoop(scenario, planner, profile, seed, overrides, compute)
     traj = loop.run(progress)
     wall = time.perf_counter() - started
     metrics = compute_metrics(traj, MetricSetup.from_scenario(scenario), name=scenario.name)
@@ -298,8 +347,29 @@ def run_trial(scenario: Scenario, planner: str, profile: TimingProfile, seed: in
                   profile=profile.name)
     record.update((k, v) for k, v in metrics.items() if k != 'name')
     record['failure'] = diagnose(traj, scenario, metrics, loop.cubes)
+    first = loop.link.first_motion
+    record['first_motion_s'] = None if first is None else round(float(first), 9)
+    record['config'] = loop.config
+    record['compute'] = loop.compute.mode
+    plans_s = loop.compute.plans_s(loop.controller.planner)
+    record['compute_s'] = round(loop.compute.charged_s + plans_s, 9)
     record['simulated_s'] = round(float(loop.world.time), 9)
     record['link'] = loop.link.counters.as_dict()
-    record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls,
-                               sidesteps=int(loop.controller.sidesteps.sum()))
-    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall)
+    planner_ = loop.controller.planner
+    record['navigator'] = dict(ticks=loop.ticks, stalls=loop.stalls, states_dropped=loop.states_dropped,
+                               sidesteps=int(loop.controller.sidesteps.sum()),
+                               longest_tick_s=round(loop.compute.longest_s, 9), plans_s=round(plans_s, 9),
+                               plans=int(getattr(planner_, 'plans', 0)))
+    host = getattr(planner_, 'host', None)        # the CPU of a planning host's jobs is counted there
+    cpu = loop.compute.cpu_s + float(getattr(host, 'compute_cpu_s', 0.0))
+    return TrialResult(record, traj, np.asarray(loop.step_ms), float(loop.world.time), wall, cpu)
+
+
+def out_of_memory_record(scenario: Scenario, planner: str, profile: TimingProfile, seed: int, compute: str,
+                         limit_gb: float) -> dict:
+    """The record of a run that raised MemoryError under a memory limit: failed, with what is known of it."""
+    return dict(name=scenario.name, category=scenario.category, seed=int(seed), planner=planner,
+                profile=profile.name, n_agents=scenario.n_agents, success=False, success_time=None,
+                success_collision_free=False, fraction_arrived=0.0, collisions=0, obstacle_collisions=0,
+                makespan=None, failure=f'out of memory: the run needed more than its {limit_gb:g} GB address space',
+                first_motion_s=None, compute=compute, compute_s=None)

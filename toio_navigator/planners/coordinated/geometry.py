@@ -39,3 +39,15 @@ def boxes_overlap(low: np.ndarray, high: np.ndarray, lo: np.ndarray, hi: np.ndar
     """For boxes [low, high] (M, 2): does each overlap the box [lo, hi] (strictly)? The cheap test before
     :func:`segment_gaps`."""
     return np.all(low < hi, axis=1) & np.all(high > lo, axis=1)
+
+
+def segments_gap_pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Least distance between segments [a, b] and [c, d], row by row (all (M, 2); a point is a == b)."""
+    dist = np.minimum(np.minimum(point_segment_distance(a, c, d), point_segment_distance(b, c, d)),
+                      np.minimum(point_segment_distance(c, a, b), point_segment_distance(d, a, b)))
+    r, s = b - a, d - c
+    o1 = r[:, 0] * (c[:, 1] - a[:, 1]) - r[:, 1] * (c[:, 0] - a[:, 0])
+    o2 = r[:, 0] * (d[:, 1] - a[:, 1]) - r[:, 1] * (d[:, 0] - a[:, 0])
+    o3 = s[:, 0] * (a[:, 1] - c[:, 1]) - s[:, 1] * (a[:, 0] - c[:, 0])
+    o4 = s[:, 0] * (b[:, 1] - c[:, 1]) - s[:, 1] * (b[:, 0] - c[:, 0])
+    return np.where((o1 * o2 < 0.0) & (o3 * o4 < 0.0), 0.0, dist)

@@ -96,6 +96,7 @@ class CoordinationGraph:
         self._conflicts: dict[tuple[int, int, int, int], bool] = {}   # (relation asks for the same pairs often)
         self._turns: dict[tuple[int, int, int], float] = {}             # (the searches ask for the same turns)
         self._around: dict[tuple[int, int], frozenset[int]] = {}          # (and for the same moves' surroundings)
+        self._around_list: dict[tuple[int, int], list[int]] = {}
 
     # ---------------------------------------------------------------------------------------------- building
     def _point_free(self, p) -> bool:
@@ -157,16 +158,22 @@ class CoordinationGraph:
             self.dist_start[i] = min(via, default=math.inf)
 
     def _neighbourhoods(self) -> None:
-        """Per vertex, the vertices whose cubes could conflict with a cube on it or on an edge from it."""
+        """Per vertex, the vertices whose cubes could conflict with a cube on it or on an edge from it: a lattice
+        vertex and a start or goal whose own edges are L long conflict only within D + spacing + L, two specials
+        within D + L1 + L2 (one long edge of one start must not widen everyone's neighbourhood)."""
         v, n = self.V, self.N
         specials = np.arange(v, v + 2 * n)
-        longest = self.lattice.spacing
+        spacing = self.lattice.spacing
+        own = np.zeros(2 * n)
         for i in range(n):
-            for x in self.goal_att[i] + self.start_att[i]:
-                longest = max(longest, math.hypot(*(self.points[x] - self.points[v + i])),
-                              math.hypot(*(self.points[x] - self.points[v + n + i])))
-        self.longest_edge = longest
-        reach = self.D + longest
+            for x in self.goal_att[i]:
+                own[i] = max(own[i], math.hypot(*(self.points[x] - self.points[v + i])))
+            for x in self.start_att[i]:
+                own[n + i] = max(own[n + i], math.hypot(*(self.points[x] - self.points[v + n + i])))
+            if self.direct[i]:
+                d = math.hypot(*(self.points[v + i] - self.points[v + n + i]))
+                own[i], own[n + i] = max(own[i], d), max(own[n + i], d)
+        self.longest_edge = max(spacing, float(own.max(initial=0.0)))
         self.near_special: list[list[int]] = [[] for _ in range(v)]
         self.near_of_special: list[list[int]] = []
         if n == 0:
@@ -174,11 +181,11 @@ class CoordinationGraph:
         sp = self.points[specials]
         for s_idx, x in enumerate(specials):
             d_lat = np.hypot(*(self.lattice.points - sp[s_idx]).T)
-            lat_near = np.nonzero(d_lat < reach)[0]
+            lat_near = np.nonzero(d_lat < self.D + spacing + own[s_idx] + EPS)[0]
             for y in lat_near:
                 self.near_special[int(y)].append(int(x))
             d_sp = np.hypot(*(sp - sp[s_idx]).T)
-            sp_near = specials[(d_sp < reach + longest) & (specials != x)]
+            sp_near = specials[(d_sp < self.D + own + own[s_idx] + EPS) & (specials != x)]
             self.near_of_special.append([int(y) for y in lat_near] + [int(y) for y in sp_near])
 
     # ---------------------------------------------------------------------------------------------- queries
@@ -210,10 +217,15 @@ class CoordinationGraph:
         return math.inf
 
     def around(self, u: int, x: int) -> list[int]:
-        """Vertices to look at for cubes that may conflict with a cube moving u -> x (u == x: standing)."""
-        out = [u] if u == x else [u, x]
-        for y in out[:]:
-            out += self.near_special[y] if y < self.V else self.near_of_special[y - self.V]
+        """Vertices to look at for cubes that may conflict with a cube moving u -> x (u == x: standing); kept, as
+        the searches ask for the same moves often."""
+        key = (u, x)
+        out = self._around_list.get(key)
+        if out is None:
+            out = [u] if u == x else [u, x]
+            for y in out[:]:
+                out += self.near_special[y] if y < self.V else self.near_of_special[y - self.V]
+            out = self._around_list[key] = list(dict.fromkeys(out))
         return out
 
     def around_set(self, u: int, x: int) -> frozenset[int]:
@@ -315,6 +327,13 @@ class CoordinationGraph:
         pa, pb = self.points[a], self.points[b]
         return bool(self.lattice.straight_clear(pa[None], pb[None], np.vstack([pa, pb]))[0]) and \
             self._special_edge_ok(a, b)
+
+    def straight_ok_from(self, a: int, bs: list[int]) -> np.ndarray:
+        """:meth:`straight_ok` from vertex a to each of ``bs``, the walls all at once."""
+        ok = self.lattice.straight_clear_from(self.points[a], self.points[np.array(bs, np.int64)].reshape(-1, 2))
+        if len(self.obstacles):
+            ok &= np.array([self._special_edge_ok(a, b) for b in bs], bool)
+        return ok
 
     def items_conflict(self, a: tuple[int, int], b: tuple[int, int], exact: bool = False) -> tuple[bool, float]:
         """Do the way a (u, x) of one cube and b of another conflict, and the distance they must keep."""

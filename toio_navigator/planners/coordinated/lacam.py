@@ -59,7 +59,7 @@ class Plan:
 
 def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator, budget: int,
            refine: int = 0, keep_right: float = 0.0, turn_limit: float | None = None,
-           stop: Callable[[], bool] = never) -> Plan:
+           stop: Callable[[], bool] = never, work=None) -> Plan:
     """A plan from ``start`` to every cube's target, trying at most ``budget`` successor configurations; when the
     budget runs out, the plan to the configuration closest to the targets (sum of routes) found so far. Once a
     plan is found, up to ``refine`` more successors are tried to shorten it (LaCAM*: every configuration keeps
@@ -68,36 +68,50 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
     proposes no move turning sharper than that (a cosine) from the way the cube came, unless it stood still the
     step before (pibt.Pibt.turn_limit: turning takes a real cube as long as a step; the search's own constraints
     may still ask for any move). ``stop``: asked before every successor; once it says True the search ends as if
-    its budget had run out (a plan nobody waits for any more)."""
-    n = len(start)
-    target = tuple(int(t) for t in graph.target)
-    pibt = Pibt(graph, rng.random(n) + 0.5)
-    pibt.keep_right = keep_right
-    pibt.turn_limit = turn_limit
-    tie = rng.random(n) * 1e-3
-    step = max(graph.longest_edge, graph.lattice.spacing)
+    its budget had run out (a plan nobody waits for any more). ``work`` (host.Work): what the search does is added
+    to it as it goes (PIBT's cubes looked at, and N per configuration made)."""
+    return _Lacam(graph, start, rng, keep_right, turn_limit, work).run(budget, refine, stop)
 
-    def make(config, parent, rank) -> _Node:
+
+class _Lacam:
+    """The state of one search (:func:`search`): the configurations explored and the depth-first stack."""
+
+    def __init__(self, graph: CoordinationGraph, start: list[int], rng: np.random.Generator, keep_right: float,
+                 turn_limit: float | None, work) -> None:
+        n = len(start)
+        self.graph, self.rng, self.n, self.turn_limit, self.work = graph, rng, n, turn_limit, work
+        self.target = tuple(int(t) for t in graph.target)
+        self.pibt = Pibt(graph, rng.random(n) + 0.5)
+        self.pibt.keep_right = keep_right
+        self.pibt.turn_limit = turn_limit
+        self.tie = rng.random(n) * 1e-3
+        self.step_len = max(graph.longest_edge, graph.lattice.spacing)
+        self.root = self._make(tuple(int(x) for x in start), None, [0] * n)
+        self.explored = {self.root.config: self.root}
+
+    def _make(self, config, parent, rank) -> _Node:
+        graph, n = self.graph, self.n
         routes = [graph.route(i, x) for i, x in enumerate(config)]
         if parent is None:
             heading = [-1] * n
             priority = np.minimum(np.array(routes) / graph.lattice.spacing, 1e6) * 1e-3   # unreachable: large
         else:
             # a cube that stood still keeps its direction (ties), or has turned meanwhile when turns cost a step
-            heading = [h if p == c and turn_limit is None else graph.came_from(p, c, h)
+            heading = [h if p == c and self.turn_limit is None else graph.came_from(p, c, h)
                        for p, c, h in zip(parent.config, config, parent.heading)]
-            at = np.array([c == t for c, t in zip(config, target)])
+            at = np.array([c == t for c, t in zip(config, self.target)])
             priority = np.where(at, parent.priority - np.floor(parent.priority), parent.priority + 1.0)
-        order = sorted(range(n), key=lambda i: -(priority[i] + tie[i]))
+        order = sorted(range(n), key=lambda i: -(priority[i] + self.tie[i]))
         node = _Node(config, parent, rank, heading, priority, order, 0 if parent is None else parent.g + 1,
-                     h=max(routes, default=0.0) / step)
+                     h=max(routes, default=0.0) / self.step_len)
         node.tree.append(_Constraint())
         return node
 
-    def closeness(node: _Node) -> float:
-        return sum(graph.route(i, x) for i, x in enumerate(node.config))
+    def _closeness(self, node: _Node) -> float:
+        return sum(self.graph.route(i, x) for i, x in enumerate(node.config))
 
-    def rewire(node: _Node, goal: _Node | None) -> None:
+    @staticmethod
+    def _rewire(node: _Node) -> None:
         """Shorter ways found through ``node``: pass them on (Dijkstra over the known steps)."""
         queue = deque([node])
         while queue:
@@ -107,69 +121,74 @@ def search(graph: CoordinationGraph, start: list[int], rng: np.random.Generator,
                     b.g, b.parent, b.rank = a.g + 1, a, rank
                     queue.append(b)
 
-    root = make(tuple(int(x) for x in start), None, [0] * n)
-    explored = {root.config: root}
-    stack = [root]
-    best, best_close = root, closeness(root)
-    expanded = 0
-    goal_node = None
-    limit = budget
-    while stack and expanded < limit:
-        if stop():
-            break
-        node = stack[-1]
-        if goal_node is not None and node.g + node.h >= goal_node.g:
-            stack.pop()                        # cannot lead to a shorter plan
-            continue
-        if node.config == target:
-            if goal_node is None:
-                goal_node = node
-                limit = expanded + refine
-            stack.pop()
-            continue
-        if not node.tree:
-            stack.pop()
-            continue
+    def _successor(self, node: _Node) -> tuple[int, ...] | None:
+        """Ask PIBT for the next configuration from ``node`` under its next low-level constraint (adding that
+        constraint's children first); None when PIBT cannot meet it."""
         low = node.tree.popleft()
         depth = len(low.who)
-        if depth < n:
+        if depth < self.n:
             i = node.order[depth]
             here = node.config[i]
-            options = graph.neighbours(i, here) + [here]
-            for x in (options[k] for k in rng.permutation(len(options))):
+            options = self.graph.neighbours(i, here) + [here]
+            for x in (options[k] for k in self.rng.permutation(len(options))):
                 node.tree.append(_Constraint(low.who + (i,), low.where + (x,)))
-        expanded += 1
-        out = pibt.step(list(node.config), node.order, list(zip(low.who, low.where)), node.heading)
+        before = self.pibt.ops
+        out = self.pibt.step(list(node.config), node.order, list(zip(low.who, low.where)), node.heading)
+        if self.work is not None:
+            self.work.add(self.pibt.ops - before + self.n)
         if out is None:
-            continue
+            return None
         q_next, rank = out
-        config = tuple(q_next)
-        seen = explored.get(config)
-        if seen is not None:
-            node.succ[config] = (seen, list(rank))
-            rewire(node, goal_node)
-            stack.append(seen)
-            continue
-        child = make(config, node, list(rank))
-        node.succ[config] = (child, list(rank))
-        explored[config] = child
-        stack.append(child)
-        if goal_node is None:
-            close = closeness(child)
-            if close < best_close:
-                best, best_close = child, close
-        elif config == target:
-            pass
-    last = explored[target] if target in explored else best
-    configs, ranks = [], []
-    while last is not None:
-        configs.append(last.config)
-        ranks.append(last.rank)
-        last = last.parent
-    configs.reverse()
-    ranks.reverse()
-    # ranks[t] was stored with the configuration reached by step t-1 -> t: shift to step t -> t+1
-    return Plan(configs=configs, ranks=ranks[1:], complete=target in explored, expanded=expanded)
+        self._rank = list(rank)
+        return tuple(q_next)
+
+    def run(self, budget: int, refine: int, stop: Callable[[], bool]) -> Plan:
+        stack = [self.root]
+        best, best_close = self.root, self._closeness(self.root)
+        expanded, goal_node, limit = 0, None, budget
+        while stack and expanded < limit and not stop():
+            node = stack[-1]
+            if goal_node is not None and node.g + node.h >= goal_node.g:
+                stack.pop()                        # cannot lead to a shorter plan
+                continue
+            if node.config == self.target:
+                if goal_node is None:
+                    goal_node, limit = node, expanded + refine
+                stack.pop()
+                continue
+            if not node.tree:
+                stack.pop()
+                continue
+            expanded += 1
+            config = self._successor(node)
+            if config is None:
+                continue
+            seen = self.explored.get(config)
+            if seen is not None:
+                node.succ[config] = (seen, self._rank)
+                self._rewire(node)
+                stack.append(seen)
+                continue
+            child = self._make(config, node, self._rank)
+            node.succ[config] = (child, self._rank)
+            self.explored[config] = child
+            stack.append(child)
+            if goal_node is None:
+                close = self._closeness(child)
+                if close < best_close:
+                    best, best_close = child, close
+        return self._plan(self.explored.get(self.target, best), expanded)
+
+    def _plan(self, last: _Node | None, expanded: int) -> Plan:
+        configs, ranks = [], []
+        while last is not None:
+            configs.append(last.config)
+            ranks.append(last.rank)
+            last = last.parent
+        configs.reverse()
+        ranks.reverse()
+        # ranks[t] was stored with the configuration reached by step t-1 -> t: shift to step t -> t+1
+        return Plan(configs=configs, ranks=ranks[1:], complete=self.target in self.explored, expanded=expanded)
 
 
 def without_detours(graph: CoordinationGraph, plan: Plan) -> Plan:

@@ -59,6 +59,9 @@ class Lattice:
     neighbours: np.ndarray
     walls: np.ndarray
     clearance: float
+    build_work: int = 0             # free-space cells and vertices of every candidate tried (deterministic work)
+    convex: bool = False            # the free space is a rectangle (only a mat's edges): every straight way is clear
+    field_work: int = 0             # relaxations of the last route fields
 
     @property
     def size(self) -> int:
@@ -79,7 +82,13 @@ class Lattice:
             h = spacing * ROW
             rows = h * np.arange(math.ceil(y0 / h), math.floor(y1 / h) + 1)
             return cls._make(_grid(bounds, rows, spacing, 0.0, False), spacing, walls, clearance)
+        regular = _regular(bounds, walls, spacing, clearance)
+        if regular is not None:
+            lattice = cls._make(regular, spacing, walls, clearance, convex=True)
+            lattice.convex = True
+            return lattice
         space = FreeSpace(bounds, walls, clearance, spacing)
+        tried = 0
         best, best_score = None, None
         for transposed in (False, True):
             rows = _rows(bounds, spacing, walls, clearance, transposed)
@@ -87,23 +96,27 @@ class Lattice:
                 lattice = cls._make(_grid(bounds, rows, spacing, k * spacing / SHIFTS, transposed), spacing,
                                     walls, clearance)
                 score = space.fit(lattice)
+                tried += len(space.cells) + lattice.size
                 if best_score is None or score > best_score:
                     best, best_score = lattice, score
+        best.build_work = tried
         return best
 
     @classmethod
-    def _make(cls, points: np.ndarray, spacing: float, walls: np.ndarray, clearance: float) -> 'Lattice':
+    def _make(cls, points: np.ndarray, spacing: float, walls: np.ndarray, clearance: float,
+              convex: bool = False) -> 'Lattice':
         """Edges between free vertices up to 1.5 spacings apart whose segment clears the walls and passes every
         other vertex at ``spacing * ROW`` at least: the property the coordination relies on (a regular lattice
-        keeps all its edges). Two such edges cannot cross: half of one would bring its end closer than that."""
+        keeps all its edges). Two such edges cannot cross: half of one would bring its end closer than that.
+        ``convex``: a regular lattice in a free space without holes (every edge between free vertices is kept)."""
         free = wall_gap(points, walls) >= clearance
         q, p, _d = pairs_within(points, 1.5 * spacing)
         keep = (q < p) & free[q] & free[p]
         q, p = q[keep], p[keep]
-        if len(walls) and len(q):
+        if len(walls) and len(q) and not convex:
             clear = segments_clear(points[q], points[p], walls, clearance, spacing / 6.0)
             q, p = q[clear], p[clear]
-        if len(q):
+        if len(q) and not convex:
             mid = 0.5 * (points[q] + points[p])
             e, w, _d = pairs_within(np.vstack([mid, points]), 1.5 * spacing, query=np.arange(len(q)))
             w = w - len(q)
@@ -137,10 +150,19 @@ class Lattice:
     def straight_clear(self, a: np.ndarray, b: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """For segments [a, b] (M, 2): does each keep the clearance from the walls, or the distance the points
         ``ends`` (K, 2) have now if that is less (a cube that starts or ends nearer a wall)?"""
-        if len(self.walls) == 0:
+        if len(self.walls) == 0 or self.convex:
             return np.ones(len(a), bool)
         clearance = min(self.clearance, float(wall_gap(ends, self.walls).min()) - 0.5)
         return segments_clear(a, b, self.walls, clearance, self.spacing / 6.0)
+
+    def straight_clear_from(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """For segments from the point ``a`` to each of ``b`` (M, 2): :meth:`straight_clear` of each with its own
+        two ends, all at once."""
+        if len(self.walls) == 0 or self.convex or len(b) == 0:
+            return np.ones(len(b), bool)
+        gaps = wall_gap(np.vstack([a[None], b]), self.walls) - 0.5
+        clearance = np.minimum(self.clearance, np.minimum(gaps[0], gaps[1:]))
+        return segments_gap(np.repeat(a[None], len(b), axis=0), b, self.walls, self.spacing / 6.0) >= clearance
 
     def attach(self, point: np.ndarray, usable: np.ndarray, reach: float, most: int = 3) -> np.ndarray:
         """Up to ``most`` usable vertices a cube at ``point`` can drive to in a straight line (the segment keeps
@@ -167,8 +189,10 @@ class Lattice:
         dist = np.full((len(sources), v + 1), np.inf)
         for g, (idx, d) in enumerate(sources):
             dist[g, idx] = d
+        self.field_work = 0              # (target, vertex, neighbour) relaxations done (deterministic work)
         for _ in range(4 * v + 4):
             relaxed = np.minimum(dist[:, :v], (dist[:, nbr] + length[None]).min(axis=2))
+            self.field_work += dist.shape[0] * nbr.size
             if np.array_equal(relaxed, dist[:, :v]):
                 break
             dist[:, :v] = relaxed
@@ -219,6 +243,44 @@ class FreeSpace:
         adjacent = [set(row[row >= 0].tolist()) for row in lattice.neighbours]
         missed = sum(1 for x, y in pairs.tolist() if y not in adjacent[x] and not adjacent[x] & adjacent[y])
         return float((distance <= self.reach).mean()) - 0.02 * missed
+
+
+def _regular(bounds, walls: np.ndarray, spacing: float, clearance: float) -> np.ndarray | None:
+    """Vertices of a regular lattice centred in the free space when every wall is a border of ``bounds`` (an
+    axis-aligned wall outside it along a whole side, like a mat's edges): the free space is then a rectangle, and
+    no search for the best fit is needed. None when some wall is not such a border."""
+    x0, y0, x1, y1 = bounds
+    lo, hi = np.array([x0, y0], float), np.array([x1, y1], float)
+    for xa, ya, xb, yb, margin in walls.tolist():
+        reach = margin + clearance
+        if xa == xb and min(ya, yb) <= y0 and max(ya, yb) >= y1 and (xa <= x0 or xa >= x1):
+            lo[0], hi[0] = (max(lo[0], xa + reach), hi[0]) if xa <= x0 else (lo[0], min(hi[0], xa - reach))
+        elif ya == yb and min(xa, xb) <= x0 and max(xa, xb) >= x1 and (ya <= y0 or ya >= y1):
+            lo[1], hi[1] = (max(lo[1], ya + reach), hi[1]) if ya <= y0 else (lo[1], min(hi[1], ya - reach))
+        else:
+            return None
+    if np.any(hi - lo < 0.0):
+        return np.zeros((0, 2))
+    # rows along x or along y, whichever holds more vertices
+    return max((_regular_rows(lo, hi, spacing), _regular_rows(lo[::-1], hi[::-1], spacing)[:, ::-1]), key=len)
+
+
+def _regular_rows(lo: np.ndarray, hi: np.ndarray, spacing: float) -> np.ndarray:
+    """A regular lattice with rows along x centred in the rectangle [lo, hi]."""
+    h = spacing * ROW
+    rows = int(math.floor((hi[1] - lo[1]) / h + 1e-9)) + 1
+    y_first = lo[1] + 0.5 * ((hi[1] - lo[1]) - (rows - 1) * h)
+    cols = int(math.floor((hi[0] - lo[0]) / spacing + 1e-9)) + 1
+    x_even = lo[0] + 0.5 * ((hi[0] - lo[0]) - (cols - 1) * spacing)
+    if hi[0] - lo[0] - (cols - 1) * spacing >= 0.5 * spacing:
+        x_even = lo[0]                 # room for as many vertices on the offset rows too
+    pts = []
+    for r in range(rows):
+        x_first = x_even + (0.5 * spacing if r % 2 else 0.0)
+        ks = np.arange(math.ceil((lo[0] - x_first) / spacing - 1e-9),
+                       math.floor((hi[0] - x_first) / spacing + 1e-9) + 1)
+        pts.append(np.column_stack([x_first + spacing * ks, np.full(len(ks), y_first + r * h)]))
+    return np.vstack(pts) if pts else np.zeros((0, 2))
 
 
 def _rows(bounds, spacing: float, walls: np.ndarray, clearance: float, transposed: bool) -> np.ndarray:

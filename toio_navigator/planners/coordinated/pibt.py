@@ -35,6 +35,7 @@ class Pibt:
         # cube turns on the spot, so it stands a step first (then it may go any way); None: cubes turn as they go
         self.turn_limit: float | None = None
         self._cands: dict[tuple[int, int, int], list[int]] = {}
+        self.ops = 0                   # cubes looked at (deterministic work)
 
     def step(self, q_now: list[int], order: list[int], fixed: list[tuple[int, int]],
              heading: list[int]) -> tuple[list[int], list[int]] | None:
@@ -131,7 +132,9 @@ class Pibt:
 
     def _others(self, u: int, x: int, i: int):
         seen = {i}
-        for y in self.g.around(u, x):
+        around = self.g.around(u, x)
+        self.ops += len(around)
+        for y in around:
             for k in (self.occ_now.get(y), self.occ_next.get(y)):
                 if k is not None and k not in seen:
                     seen.add(k)

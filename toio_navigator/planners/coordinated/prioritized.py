@@ -26,6 +26,10 @@ import numpy as np
 from toio_navigator.planners.coordinated.graph import AFTER, BEFORE, EITHER, FREE, INVALID, CoordinationGraph
 from toio_navigator.planners.coordinated.lacam import Plan, never
 
+WORK_SLOT = 4          # work quarters (a quarter of a unit, about a microsecond here each) of one look at a move
+                       # beside the planned cubes, plus one per vertex around it
+WORK_PUSH = 6          # ... of a state a space-time search puts on its heap
+
 
 class _Reserved:
     """The timed vertices of the cubes planned so far (the last configuration holds for ever), and where known
@@ -37,6 +41,7 @@ class _Reserved:
         self.ranked = ranked
         self.horizon = 0
         self._occ: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
+        self.ops = 0                 # moves looked at and occupants compared (deterministic work)
 
     def rank(self, k: int, t: int) -> float:
         ranks = self.ranks.get(k, ())
@@ -55,6 +60,7 @@ class _Reserved:
         out = self._occ.get(t)
         if out is None:
             out = {}
+            self.ops += len(self.paths)
             for k, path in self.paths.items():
                 a, b = path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)]
                 out.setdefault(a, []).append((k, a, b))
@@ -74,8 +80,13 @@ def _slot(graph: CoordinationGraph, res: _Reserved, u: int, x: int, t: int) -> f
     occ = res.step(t)
     seen = set()
     low, high = -math.inf, math.inf
-    for y in occ.keys() & graph.around_set(u, x):     # (the answer does not depend on the order)
-        for k, a, b in occ[y]:
+    around = graph.around(u, x)             # (a few vertices: cheaper to look each up than to intersect sets)
+    res.ops += WORK_SLOT + len(around)
+    for y in around:     # (the answer does not depend on the order)
+        here = occ.get(y)
+        if here is None:
+            continue
+        for k, a, b in here:
             if k in seen:
                 continue
             seen.add(k)
@@ -188,6 +199,7 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
                 continue
             came[key] = state
             counter += 1
+            res.ops += WORK_PUSH
             if budget is not None:
                 budget[0] -= 1
                 if budget[0] < 0:
@@ -264,16 +276,19 @@ def _topological(n: int, ordered: set[tuple[int, int]]) -> list[int] | None:
 
 
 def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budget: int,
-                    stop: Callable[[], bool] = never) -> Plan | None:
+                    stop: Callable[[], bool] = never, work=None) -> Plan | None:
     """Priority-based search (Ma et al., AAAI 2019): every cube first takes its own fastest path; where two cubes
     interact without an order between them, the search branches on which one plans around the other (its path,
     and those of the cubes below it, planned again around everyone above). Depth first, cheaper child first; at
     most ``budget`` branches. The order found gives every step's order of moves. None if nothing is found (or
-    once ``stop`` says True)."""
+    once ``stop`` says True); ``work`` as in :func:`improve`."""
     n = len(start)
     paths: dict[int, list[int]] = {}
     for i in range(n):
-        path = _search(graph, _Reserved(), i, start[i], limit)
+        res = _Reserved()
+        path = _search(graph, res, i, start[i], limit)
+        if work is not None:
+            work.add(res.ops / 4)
         if path is None:
             return None
         paths[i] = path
@@ -304,6 +319,8 @@ def priority_search(graph: CoordinationGraph, start: list[int], limit: int, budg
                 for h in _around(new_order, k, below=False):
                     res.add(h, new_paths[h])
                 path = _search(graph, res, k, start[k], limit)
+                if work is not None:
+                    work.add(res.ops / 4)
                 if path is None:
                     ok = False
                     break
@@ -334,7 +351,8 @@ def _moves(path: list[int]) -> int:
 
 
 def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list[float]], paths: list[list[int]],
-            group: list[int], limits: list[int], turn_limit: float | None, budget: list[int], follow: float = 0.0):
+            group: list[int], limits: list[int], turn_limit: float | None, budget: list[int], follow: float = 0.0,
+            work=None):
     """(configs, ranks, paths) with the paths of ``group`` planned again, one cube after the other in that order,
     around everyone else's (the later ones of the group also around the earlier ones), or None where one finds
     none within its limit; ``paths``: those of ``configs``; ``budget``: [moves the searches may still try]."""
@@ -347,12 +365,17 @@ def _replan(graph: CoordinationGraph, configs: list[list[int]], ranks: list[list
     found = {}
     for k, limit in zip(group, limits):
         path = _search(graph, res, k, paths[k][0], limit, turn_limit, budget, follow)
+        if work is not None:
+            work.add(res.ops / 4)
+            res.ops = 0
         if path is None:
             return None
         slots = [_slot(graph, res, path[min(t, len(path) - 1)], path[min(t + 1, len(path) - 1)], t)
                  for t in range(max(res.horizon, len(path)))]
         res.add(k, path, slots)
         found[k] = path
+    if work is not None:
+        work.add(res.ops / 4)
     steps = max(len(configs), *(len(p) for p in found.values()))
     out = [list(configs[min(t, len(configs) - 1)]) for t in range(steps)]
     order = [list(ranks[min(t, len(ranks) - 1)]) if ranks else [0.0] * n for t in range(steps - 1)]
@@ -379,14 +402,14 @@ def _finish(configs: list[list[int]], ranks: list[list[float]], plan: Plan) -> P
 
 
 def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float | None = None,
-            budget: int = 60000, follow: float = 0.0, stop: Callable[[], bool] = never) -> Plan:
+            budget: int = 60000, follow: float = 0.0, stop: Callable[[], bool] = never, work=None) -> Plan:
     """The plan with each cube's path planned again, one cube at a time, around everyone else's (a neighbourhood
     of one in large neighbourhood search, Li et al., IJCAI 2021): kept where the cube then arrives sooner, or as
     soon with fewer moves. A swarm search leaves cubes pushed far out of the way and back when nobody needed that
     much; every other cube's path stays as it was, so the plan stays valid. In each step the cube moves after
     the cubes whose space it enters and before those entering space it leaves (``_slot``), so each step keeps an
     order of moves. The searches try at most ``budget`` moves in all (cubes furthest beyond their shortest route
-    first); ``follow`` as in :func:`improve`, for the searches only; ``stop`` as there."""
+    first); ``follow`` as in :func:`improve`, for the searches only; ``stop`` and ``work`` as there."""
     left = [budget]
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
@@ -399,7 +422,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
         old = paths[i]
         if len(old) <= 2 or old[-1] != graph.target[i]:
             continue
-        made = _replan(graph, configs, ranks, paths, [i], [min(limit, len(old) - 1)], turn_limit, left, follow)
+        made = _replan(graph, configs, ranks, paths, [i], [min(limit, len(old) - 1)], turn_limit, left, follow, work)
         if made is None:
             continue
         new = made[2][i]
@@ -410,7 +433,7 @@ def shorten(graph: CoordinationGraph, plan: Plan, limit: int, turn_limit: float 
 
 def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, rounds: int, size: int, limit: int,
             turn_limit: float | None = None, budget: int = 20000, total: int | None = None,
-            follow: float = 0.0, stop: Callable[[], bool] = never) -> Plan:
+            follow: float = 0.0, stop: Callable[[], bool] = never, work=None) -> Plan:
     """Large neighbourhood search (Li et al., IJCAI 2021) over a plan: ``rounds`` times, the paths of ``size``
     cubes are planned again one after the other in a random order around everyone else's; the new paths are
     kept where the cubes then arrive sooner in all (sum of their arrival steps; then fewer moves). A group is
@@ -419,7 +442,8 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
     ``total`` (None: no limit; the rounds stop when it is spent). Planning one cube at a time (:func:`shorten`)
     cannot undo two cubes blocking each other; a group can. ``follow``: steps each move into a vertex another cube
     leaves in the same step adds to the sum (and costs the searches): the plan a real swarm carries out sooner.
-    ``stop``: asked before every group; once it says True the plan improved so far is returned."""
+    ``stop``: asked before every group; once it says True the plan improved so far is returned. ``work``
+    (host.Work): the moves tried are added to it."""
     configs = [list(c) for c in plan.configs]
     ranks: list[list[float]] = [[float(r) for r in rank] for rank in plan.ranks]
     n = len(configs[0])
@@ -450,7 +474,7 @@ def improve(graph: CoordinationGraph, plan: Plan, rng: np.random.Generator, roun
         rng.shuffle(group)
         given = min(budget, left)
         allowance = [given]
-        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance, follow)
+        made = _replan(graph, configs, ranks, paths, group, [limit] * len(group), turn_limit, allowance, follow, work)
         left -= given - max(allowance[0], 0)
         if made is None:
             continue
