@@ -1,7 +1,7 @@
 """The whole simulated system over real DDS, one process per node (mat_sim, a cube_driver per cube, navigator),
 driven from this test through the navigator's goal interface and watched through mat_sim's ground truth.
 
-* 8 cubes swap places through the centre, with the demo's planner (`coordinated`) and `hlavoid`: every goal reached, no
+* 8 cubes swap places through the centre, with the demo's planner and with `coordinated`: every goal reached, no
   two cubes ever touch (4 cubes: the demo test, test_demo.py);
 * malformed goals (NaN, off the mat, unknown cube) on the topic and the service are refused with a logged
   reason and change nothing;
@@ -213,9 +213,8 @@ def test_malformed_goals_are_refused_with_a_logged_reason_and_change_nothing(sys
 
 @pytest.mark.parametrize('planner', ['hlavoid', 'coordinated'])
 def test_eight_cubes_swap_through_the_centre_without_contact(system, planner):
-    """The demo's planner (coordinated, navigator.yaml's), which a live navigator plans with in a worker thread
-    while its ticks hold the cubes (staggered goals: a plan for each new set of goals), and hlavoid, one parameter
-    away."""
+    """The demo's planner (hlavoid, navigator.yaml's) and coordinated, which a live navigator plans with in a
+    worker thread while its ticks hold the cubes (staggered goals: a plan for each new set of goals)."""
     s = system(HOMES_8, planner)
     run_swap(s)
     assert s.tracker.contacts == 0 and s.tracker.min_clearance > 0, s.tracker.events
