@@ -30,6 +30,10 @@ from toio_navigator.planners.coordinated.params import CoordinatedParams, Intern
 
 WORK_LATTICE = 2.0       # work units (about a microsecond here each) per free-space cell or vertex of a candidate
 WORK_FIELDS = 0.02       # ... per relaxation of an edge in the route fields
+#: a first plan that finds no complete plan stops after this many times its budget, with the best it has (the cubes
+#: drive it and plan again at its end)
+FIRST_CAP = 10.0
+FIRST_FLOOR = 1e6        # work units it may always take for that (about a second)
 
 
 @dataclass(frozen=True)
@@ -123,10 +127,11 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
         work.add(WORK_FIELDS * lat.field_work + 100 * graph.N)
         begun = work.count
         limit = [begun + 2.0 * first_budget(graph.N, params)]     # seeds while twice the budget lasts ...
+        cap = begun + max(FIRST_CAP * first_budget(graph.N, params), FIRST_FLOOR)   # ... without one complete
         found: list[tuple[tuple, int, lacam.Plan]] = []      # (rank, number, plan), the best first
 
         def enough() -> bool:
-            return work.spent() or (any(not r[0] for r, _k, _p in found) and work.count > limit[0])
+            return work.spent() or work.count > cap or (any(not r[0] for r, _k, _p in found) and work.count > limit[0])
 
         def consider(plan: lacam.Plan | None, tidy: bool = True) -> None:
             if plan is not None:
@@ -136,7 +141,8 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
                     found.append((rank, len(found), plan))
                     found.sort(key=lambda f: f[:2])
 
-        _searches(graph, problem, params, work, enough, consider)
+        half = (begun + cap) / 2.0                                # (the tries stop halfway to the cap)
+        _searches(graph, problem, params, work, lambda: enough() or work.count > half, consider, enough)
         limit[0] = work.count + first_budget(graph.N, params)     # ... then shortening the best one
         if found and not enough():
             _polish(graph, problem, params, work, enough, consider, found[0][2])
@@ -149,9 +155,9 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
     return steps
 
 
-def _searches(graph, problem, params, work, enough, consider) -> None:
-    """LaCAM tries (for a few cubes, priority-based search after the first), then plain LaCAM where none was
-    complete."""
+def _searches(graph, problem, params, work, enough, consider, last) -> None:
+    """LaCAM tries while ``enough`` says no (for a few cubes, priority-based search after the first), then plain
+    LaCAM where none was complete, while ``last`` says no."""
     start = [graph.V + graph.N + k for k in range(graph.N)]
     turn_limit = Internal.turn_step if problem.closed else None
     budget = Internal.try_budget if problem.closed else params.search_budget
@@ -174,7 +180,7 @@ def _searches(graph, problem, params, work, enough, consider) -> None:
     if not any(found):
         # plans that turn as they go are found far sooner in a dense crowd
         consider(lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
-                              stop=work.spent, work=work))
+                              stop=last, work=work))
 
 
 def _polish(graph, problem, params, work, enough, consider, best: lacam.Plan) -> None:
