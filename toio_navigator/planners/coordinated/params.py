@@ -62,6 +62,7 @@ class Internal:
     estimate_speed = 100.0        # the estimate for real cubes: u/s along a segment, ...
     estimate_turn = 0.8           # ... s per half turn, ...
     estimate_wait = 0.5           # ... s to stop and set off again after a wait
+    better_s = 0.05               # s an improvement must gain by the estimate to be worth a switch
     step_s = 0.6                  # s a real swarm takes per plan step, about (where an improvement commits)
     improve_job_s = 1.0           # s of work one improvement may take: it commits that far ahead of the cubes
     # -- carrying out a plan

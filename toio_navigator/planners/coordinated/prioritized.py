@@ -29,6 +29,7 @@ from toio_navigator.planners.coordinated.lacam import Plan, never
 WORK_SLOT = 4          # work quarters (a quarter of a unit, about a microsecond here each) of one look at a move
                        # beside the planned cubes, plus one per vertex around it
 WORK_PUSH = 6          # ... of a state a space-time search puts on its heap
+WORK_LOOK = 3          # ... of a move a space-time search looks at from a state it takes off its heap
 
 
 class _Reserved:
@@ -191,7 +192,9 @@ def _search(graph: CoordinationGraph, res: _Reserved, i: int, start: int, limit:
             return path[::-1]
         if t >= limit:
             continue
-        for y in graph.neighbours(i, x) + [x]:
+        options = graph.neighbours(i, x) + [x]
+        res.ops += WORK_LOOK * len(options)
+        for y in options:
             if turn_limit is not None and y != x and graph.turn_cosine(moved_from, x, y) < turn_limit:
                 continue
             key = (y, tau(t + 1), graph.came_from(x, y, moved_from) if turn_limit is not None else -1)

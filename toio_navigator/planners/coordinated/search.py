@@ -30,6 +30,10 @@ from toio_navigator.planners.coordinated.params import CoordinatedParams, Intern
 
 WORK_LATTICE = 2.0       # work units (about a microsecond here each) per free-space cell or vertex of a candidate
 WORK_FIELDS = 0.02       # ... per relaxation of an edge in the route fields
+#: a first plan that finds no complete plan stops after this many times its budget, with the best it has (the cubes
+#: drive it and plan again at its end)
+FIRST_CAP = 10.0
+FIRST_FLOOR = 1e6        # work units it may always take for that (about a second)
 
 
 @dataclass(frozen=True)
@@ -91,18 +95,16 @@ def _planned(graph, plan, problem, params, lattice, work: Work, fixed=None) -> P
     return Planned(graph, plan, dep, _estimate(dep, problem, params), lattice)
 
 
-def _rank(plan: lacam.Plan) -> tuple:
-    """How candidate plans are compared before one is built into a dependency graph (a build costs as much as a
-    search): complete first, then fewer steps, then the earlier arrivals in all."""
-    arrivals = 0
-    if plan.configs:
-        last = plan.configs[-1]
-        for i in range(len(last)):
-            t = len(plan.configs) - 1
-            while t > 0 and plan.configs[t - 1][i] == last[i]:
-                t -= 1
-            arrivals += t
-    return (not plan.complete, len(plan.configs), arrivals)
+def _rank(graph, plan: lacam.Plan, problem: Problem, params: CoordinatedParams, work: Work) -> tuple:
+    """How candidate plans are compared: complete first, then the lower estimate of the plan's dependency graph
+    without straightening (within a few per cent of the straightened one's, at a sixth of its cost); None if its
+    graph has a cycle."""
+    try:
+        dep = dependencies.build(graph, plan, False)
+    except CyclicPlan:
+        return None
+    work.add(dep.work)
+    return (not plan.complete, _estimate(dep, problem, params))
 
 
 def first_budget(n: int, params: CoordinatedParams) -> float:
@@ -124,24 +126,28 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
                                   problem.obstacle_reach)
         work.add(WORK_FIELDS * lat.field_work + 100 * graph.N)
         begun = work.count
-        limit = [begun + 0.5 * first_budget(graph.N, params)]     # half of it for seeds, the rest to shorten
-        found: list[lacam.Plan] = []
+        limit = [begun + 2.0 * first_budget(graph.N, params)]     # seeds while twice the budget lasts ...
+        cap = begun + max(FIRST_CAP * first_budget(graph.N, params), FIRST_FLOOR)   # ... without one complete
+        found: list[tuple[tuple, int, lacam.Plan]] = []      # (rank, number, plan), the best first
 
         def enough() -> bool:
-            return work.spent() or (any(p.complete for p in found) and work.count > limit[0])
+            return work.spent() or work.count > cap or (any(not r[0] for r, _k, _p in found) and work.count > limit[0])
 
         def consider(plan: lacam.Plan | None, tidy: bool = True) -> None:
             if plan is not None:
-                found.append(lacam.without_detours(graph, plan) if tidy else plan)
+                plan = lacam.without_detours(graph, plan) if tidy else plan
+                rank = _rank(graph, plan, problem, params, work)
+                if rank is not None:
+                    found.append((rank, len(found), plan))
+                    found.sort(key=lambda f: f[:2])
 
-        _searches(graph, problem, params, work, enough, consider)
-        limit[0] = begun + first_budget(graph.N, params)
-        found.sort(key=_rank)
+        half = (begun + cap) / 2.0                                # (the tries stop halfway to the cap)
+        _searches(graph, problem, params, work, lambda: enough() or work.count > half, consider, enough)
+        limit[0] = work.count + first_budget(graph.N, params)     # ... then shortening the best one
         if found and not enough():
-            _polish(graph, problem, params, work, enough, consider, found[0])
-            found.sort(key=_rank)
+            _polish(graph, problem, params, work, enough, consider, found[0][2])
         made = None
-        for plan in found:           # (the best whose dependency graph has no cycle: nearly always the first)
+        for _rank_of, _k, plan in found:    # the best whose straightened graph has no cycle (nearly always the first)
             made = _planned(graph, plan, problem, params, lat, work)
             if made is not None:
                 break
@@ -149,14 +155,15 @@ def first_plan(problem: Problem, params: CoordinatedParams, lattice: Lattice | N
     return steps
 
 
-def _searches(graph, problem, params, work, enough, consider) -> None:
-    """LaCAM tries (for a few cubes, priority-based search after the first), then plain LaCAM where none was
-    complete."""
+def _searches(graph, problem, params, work, enough, consider, last) -> None:
+    """LaCAM tries while ``enough`` says no (for a few cubes, priority-based search after the first), then plain
+    LaCAM where none was complete, while ``last`` says no."""
     start = [graph.V + graph.N + k for k in range(graph.N)]
     turn_limit = Internal.turn_step if problem.closed else None
     budget = Internal.try_budget if problem.closed else params.search_budget
     found = []
     for k in range(Internal.first_tries):
+        # (the seed decides a plan's shape far more than shortening it after: as many as the budget allows)
         if k and enough():
             break
         rng = np.random.default_rng([problem.seed, k])
@@ -173,7 +180,7 @@ def _searches(graph, problem, params, work, enough, consider) -> None:
     if not any(found):
         # plans that turn as they go are found far sooner in a dense crowd
         consider(lacam.search(graph, start, np.random.default_rng([problem.seed, 99]), params.search_budget,
-                              stop=work.spent, work=work))
+                              stop=last, work=work))
 
 
 def _polish(graph, problem, params, work, enough, consider, best: lacam.Plan) -> None:
@@ -234,6 +241,7 @@ def _improve(base: Planned, commit: int, problem: Problem, params: CoordinatedPa
     fixed, shared = commit_points(base, at)
     turn_limit, follow = (Internal.turn_step, Internal.follow_cost) if problem.closed else (None, 0.0)
     rng = np.random.default_rng([seed, at])
+    before = _rank(graph, base.plan, problem, params, work)
     current = tail
     for _batch in range(params.improve_rounds // Internal.group_batch):
         if stop() or len(current.configs) < 2:
@@ -244,9 +252,12 @@ def _improve(base: Planned, commit: int, problem: Problem, params: CoordinatedPa
         if candidate.configs == current.configs:
             break                          # a batch of groups found nothing: the rest of the budget would not
         current = candidate
-    if _rank(current) < _rank(tail):
-        made = _planned(graph, splice(base.plan, at, current), problem, params, base.lattice, work, fixed)
-        if made is not None:
-            made.shared, made.base = shared, base
-            yield made, IMPROVED, False
+    if current is not tail:
+        spliced = splice(base.plan, at, current)
+        rank = _rank(graph, spliced, problem, params, work)
+        if rank is not None and before is not None and rank < (before[0], before[1] - Internal.better_s):
+            made = _planned(graph, spliced, problem, params, base.lattice, work, fixed)
+            if made is not None:
+                made.shared, made.base = shared, base
+                yield made, IMPROVED, False
     yield None, BUDGET_TIME if work.why == BUDGET_TIME else DONE, True
