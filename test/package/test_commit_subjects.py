@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 #: the subject rule is checked for commits made from this instant on (committer date, UTC)
-SINCE = '2026-12-02T01:20:00Z'
+SINCE = '2026-12-01T00:00:00Z'
 MAX_SUBJECT = 72
 
 
