@@ -98,9 +98,13 @@ class StopRequest:
             self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
-    def restore(self) -> None:
+    def restore(self, exiting: bool = False) -> None:
+        """Give the stop signals back; ``exiting`` (a process on its way out after a stop by a signal): keep
+        them caught and do nothing instead. Under `ros2 launch` a Ctrl-C reaches a node twice (the terminal's
+        and the launch's), and the second one must not turn a clean exit into a KeyboardInterrupt traceback."""
+        quiet = exiting and self.signal is not None
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_IGN if quiet else handler)
         self._previous.clear()
 
 

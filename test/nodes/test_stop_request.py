@@ -58,3 +58,23 @@ def test_the_first_signal_is_kept_and_set_from_another_thread_wakes_a_wait():
     threading.Timer(0.05, other.set).start()
     start = time.monotonic()
     assert other.wait(30.0) and other.name == '' and time.monotonic() - start < 25.0
+
+
+def test_a_node_ctrl_c_d_again_while_it_stops_exits_cleanly():
+    """Under `ros2 launch` a Ctrl-C reaches every node twice (the terminal's and the launch's SIGINT). A second
+    SIGINT that came after the node gave the signals back turned its clean exit into a KeyboardInterrupt
+    traceback (exit -2). SIGINT every 5 ms from the first one until the node has exited: still a clean exit."""
+    from conftest import next_domain_id, ros_env  # noqa: PLC0415 (the ROS environment only here)
+    node = subprocess.Popen([sys.executable, '-m', 'toio_navigator.nodes.navigator', '--ros-args', '-p',
+                             'cubes:=[cube1]'], env=ros_env(next_domain_id()), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert 'navigator: 1 cubes' in node.stdout.readline()
+        while node.poll() is None:
+            node.send_signal(signal.SIGINT)
+            time.sleep(0.005)
+        out = node.stdout.read()
+    finally:
+        if node.poll() is None:
+            node.kill()
+    assert node.returncode == 0 and 'Traceback' not in out, out

@@ -52,5 +52,5 @@ def run_single(nodes, param_files, extra=None, duration: float | None = None) ->
         for node in reversed(created):
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-        stop.restore()
+        stop.restore(exiting=True)
     return 0

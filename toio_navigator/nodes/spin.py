@@ -78,5 +78,5 @@ def run_node(name: str, factory: Callable[[], object], errors: tuple[type[BaseEx
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-        stop.restore()
+        stop.restore(exiting=True)
     return 0
