@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import time
 from contextlib import contextmanager
 
@@ -37,15 +36,10 @@ def air(cubes: int, adapters: str = 'hci0:7', **params):
                                                               **params})
     host = BluezHost(ROW[:cubes], radio=radio)
     host.start()
-    previous = os.environ.get('DBUS_SYSTEM_BUS_ADDRESS')
-    os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = host.address
     try:
-        yield host
+        with host.as_system_bus():
+            yield host
     finally:
-        if previous is None:
-            os.environ.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
-        else:
-            os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = previous
         host.stop()
 
 

@@ -8,7 +8,6 @@ transport and comes back, and the ``toio-nav fake-bluez`` command.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -35,13 +34,8 @@ def host():
     """Two cubes; bleak in this process finds their BlueZ through DBUS_SYSTEM_BUS_ADDRESS."""
     host = BluezHost([(100.0, 250.0, 0.0), (300.0, 250.0, 0.0)], radio=CALM)
     host.start()
-    previous = os.environ.get('DBUS_SYSTEM_BUS_ADDRESS')
-    os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = host.address
-    yield host
-    if previous is None:
-        os.environ.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
-    else:
-        os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = previous
+    with host.as_system_bus():
+        yield host
     host.stop()
 
 

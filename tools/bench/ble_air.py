@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
@@ -97,15 +96,10 @@ def run(request_ms: float | None, n: int, seconds: float) -> dict:
     radio = RadioParams(adapters=(AdapterSpec('hci0', 7),)).calm()
     host = BluezHost([(80.0 + 50.0 * k, 250.0, 0.0) for k in range(n)], radio=radio)
     host.start()
-    previous = os.environ.get('DBUS_SYSTEM_BUS_ADDRESS')
-    os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = host.address
     try:
-        return asyncio.run(measure(host, n, seconds, request_ms))
+        with host.as_system_bus():
+            return asyncio.run(measure(host, n, seconds, request_ms))
     finally:
-        if previous is None:
-            os.environ.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
-        else:
-            os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = previous
         host.stop()
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -88,6 +90,19 @@ class BluezHost:
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """An environment in which bleak finds this BlueZ (DBUS_SYSTEM_BUS_ADDRESS)."""
         return self.bus.environment(base)
+
+    @contextlib.contextmanager
+    def as_system_bus(self) -> Iterator[BluezHost]:
+        """Within: bleak in this process finds this BlueZ (DBUS_SYSTEM_BUS_ADDRESS is set, then restored)."""
+        previous = os.environ.get('DBUS_SYSTEM_BUS_ADDRESS')
+        os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = self.address
+        try:
+            yield self
+        finally:
+            if previous is None:
+                os.environ.pop('DBUS_SYSTEM_BUS_ADDRESS', None)
+            else:
+                os.environ['DBUS_SYSTEM_BUS_ADDRESS'] = previous
 
     # ------------------------------------------------------------------------------------ life cycle
     def start(self) -> str:
