@@ -225,6 +225,24 @@ def test_the_air_of_an_adapter_is_shared_by_its_links_and_what_is_left_goes_to_s
     assert adapter.scan_share == 0.0 and not any(adapter.heard('y') for _ in range(50))
 
 
+def test_a_loop_run_late_by_a_busy_host_thins_no_air_the_missed_events_carry_their_packets_at_once():
+    from toio_navigator.sim.bluez.radio import LinkAir   # noqa: PLC0415 (beside the names above)
+
+    async def scenario():
+        link = LinkAir(AdapterAir(RadioParams(packets_per_event=3, queue_packets=16, initial_interval_ms=30.0)))
+        moved: list[float] = []
+        for _ in range(12):
+            assert link.to_central(lambda: moved.append(time.monotonic()))
+        t0 = time.monotonic()
+        time.sleep(0.2)             # the host holds the loop for about six connection events
+        await asyncio.sleep(0.1)
+        link.close()
+        return [t - t0 for t in moved]
+    moved = asyncio.run(scenario())
+    # a real controller delivered 3 packets at each of the events the loop missed: all 12 move at its first run
+    assert len(moved) == 12 and max(moved) - min(moved) < 0.01, moved
+
+
 def test_faults_depend_only_on_the_seed_and_what_they_are_drawn_for():
     one, same, other = (Faults(RadioParams(seed=s)) for s in (1, 1, 2))
     draws = [one.abort_after_s('hci0', 'A', k) for k in range(1, 6)]

@@ -33,7 +33,7 @@ def connect_and_swap(lab: Lab, adapters) -> None:
     assert lab.probe.spin_until(lab.all_connected, 20)          # (an abort meanwhile: it comes back)
     late = lab.swap(100, 120)
     assert not late, f'not arrived: {late}'
-    assert lab.contact_count() == 0
+    assert lab.contact_count() == 0, lab.host.call(lambda: list(lab.contacts.events))   # (time, i, j, x, y, speed)
 
 
 def run_lab(tmp_path, cubes: int, radio: RadioParams, bringup_args: tuple[str, ...] = ()) -> Lab:
