@@ -20,6 +20,7 @@ from toio_navigator.sim.bluez.host import BluezHost  # noqa: E402
 from toio_navigator.sim.bluez.radio import (  # noqa: E402
     AdapterAir,
     Faults,
+    LinkAir,
     RadioParams,
     grant_interval,
     parse_adapters,
@@ -226,8 +227,6 @@ def test_the_air_of_an_adapter_is_shared_by_its_links_and_what_is_left_goes_to_s
 
 
 def test_a_loop_run_late_by_a_busy_host_thins_no_air_the_missed_events_carry_their_packets_at_once():
-    from toio_navigator.sim.bluez.radio import LinkAir   # noqa: PLC0415 (beside the names above)
-
     async def scenario():
         link = LinkAir(AdapterAir(RadioParams(packets_per_event=3, queue_packets=16, initial_interval_ms=30.0)))
         moved: list[float] = []

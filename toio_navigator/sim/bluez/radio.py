@@ -271,8 +271,7 @@ class LinkAir:
         if not self.open:
             return
         now, step = self._loop.time(), self.effective_interval_s
-        # this event was due at _next_event; the air runs on while a busy host runs the loop late, so the events
-        # missed meanwhile move their packets now (as a controller's buffer hands them over in one burst)
+        # due at _next_event; the events a late loop missed carry their packets now (module docstring)
         due = min(self._next_event, now)
         events = 1 + int((now - due) / step + 1e-9)
         self._next_event = due + events * step
